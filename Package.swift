@@ -1,0 +1,113 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "ipnd",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "ipnd", targets: ["ipnd"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+    ],
+    targets: [
+        // The system OpenSSL 3 (libssl-dev), reached through pkg-config.
+        .systemLibrary(
+            name: "COpenSSL",
+            pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]
+        ),
+        // Pure logic, no I/O: crypto wrapper, money, state machine, parsers, providers.
+        .target(
+            name: "IPNCore",
+            dependencies: ["COpenSSL"],
+            swiftSettings: swiftSettings
+        ),
+        // SQLite store: schema, migrations, the one write path, read queries.
+        .target(
+            name: "IPNStore",
+            dependencies: [
+                "IPNCore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // YAML config model, validation, secret resolution, env overrides.
+        .target(
+            name: "IPNConfig",
+            dependencies: [
+                "IPNCore",
+                .product(name: "Yams", package: "Yams"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // HTTP listeners, middleware, sd_notify, lifecycle, metrics.
+        .target(
+            name: "IPNServer",
+            dependencies: [
+                "IPNCore", "IPNStore", "IPNConfig",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The subcommands, as a library so tests can drive them in-process.
+        .target(
+            name: "IPNCommands",
+            dependencies: [
+                "IPNCore", "IPNStore", "IPNConfig", "IPNServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "ipnd",
+            dependencies: ["IPNCommands"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "IPNCoreTests",
+            dependencies: ["IPNCore"],
+            resources: [.copy("Fixtures")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "IPNStoreTests",
+            dependencies: ["IPNStore", "IPNCore", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "IPNConfigTests",
+            dependencies: ["IPNConfig", "IPNCore"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "IPNServerTests",
+            dependencies: [
+                "IPNServer", "IPNStore", "IPNConfig", "IPNCore", "IPNCommands",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            resources: [.copy("Fixtures")],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

@@ -1,0 +1,66 @@
+/// A provider-facing request exactly as received: what verification works on.
+public struct RawRequest: Sendable {
+    public var method: String
+    /// The request target as the client sent it: path plus query, if any.
+    public var target: String
+    /// Header fields in received order; names compare case-insensitively.
+    public var headers: [(name: String, value: String)]
+    public var body: [UInt8]
+    /// The client address ipnd believes (after trusted-proxy handling).
+    public var clientIP: String?
+
+    public init(
+        method: String = "POST",
+        target: String,
+        headers: [(name: String, value: String)] = [],
+        body: [UInt8],
+        clientIP: String? = nil
+    ) {
+        self.method = method
+        self.target = target
+        self.headers = headers
+        self.body = body
+        self.clientIP = clientIP
+    }
+
+    /// All values of header `name`, matched case-insensitively.
+    public func headerValues(_ name: String) -> [String] {
+        headers.filter { $0.name.caseInsensitiveEquals(name) }.map(\.value)
+    }
+
+    /// The single value of header `name`; nil when absent, a rejection when repeated.
+    public func singleHeader(_ name: String) throws(Rejection) -> String? {
+        let values = headerValues(name)
+        guard values.count <= 1 else { throw Rejection(.repeatedHeader, "header \(name) appears \(values.count) times") }
+        return values.first
+    }
+
+    /// The single value of a header the provider always sends.
+    public func requiredHeader(_ name: String) throws(Rejection) -> String {
+        guard let value = try singleHeader(name) else { throw Rejection(.missingHeader, "header \(name) is missing") }
+        return value
+    }
+
+    /// The media type of the body (`Content-Type` without parameters, lowercased).
+    public var mediaType: String? {
+        guard let value = headerValues("content-type").first else { return nil }
+        let type = value.split(separator: ";", maxSplits: 1).first.map(String.init) ?? value
+        return type.trimmingCharacters(in: " \t").lowercased()
+    }
+}
+
+extension String {
+    /// ASCII case-insensitive comparison (header and form field names).
+    public func caseInsensitiveEquals(_ other: String) -> Bool {
+        guard utf8.count == other.utf8.count else { return false }
+        return zip(utf8, other.utf8).allSatisfy { Self.lowerASCII($0) == Self.lowerASCII($1) }
+    }
+
+    private static func lowerASCII(_ byte: UInt8) -> UInt8 {
+        (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 : byte
+    }
+
+    func trimmingCharacters(in set: String) -> String {
+        String(self[...].trimmingCharacters(in: set))
+    }
+}

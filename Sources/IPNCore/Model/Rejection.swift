@@ -1,0 +1,56 @@
+/// Why a request was rejected: a stable reason code stored with the request and a detail
+/// for people (logs, the ops API). Neither ever contains a secret.
+public struct Rejection: Error, Equatable, Sendable, CustomStringConvertible {
+    public let reason: RejectReason
+    public let detail: String
+
+    public init(_ reason: RejectReason, _ detail: String) {
+        self.reason = reason
+        self.detail = detail
+    }
+
+    public var description: String { "\(reason.rawValue): \(detail)" }
+}
+
+/// Reason codes of rejected requests.
+public enum RejectReason: String, Sendable, CaseIterable, Codable {
+    /// The signature, hash or token did not verify.
+    case badSignature = "bad_signature"
+    /// HTTP Basic credentials missing or wrong (Juspay).
+    case badCredentials = "bad_credentials"
+    case unknownAccount = "unknown_account"
+    case missingHeader = "missing_header"
+    /// A header that must appear once appeared more than once.
+    case repeatedHeader = "repeated_header"
+    case malformedHeader = "malformed_header"
+    case malformedBody = "malformed_body"
+    case unsupportedContentType = "unsupported_content_type"
+    /// A required field is absent or empty.
+    case missingField = "missing_field"
+    /// An amount is not exact decimal text the currency allows.
+    case badAmount = "bad_amount"
+    case unknownCurrency = "unknown_currency"
+    /// The merchant code or client id in the request is not the account's.
+    case merchantMismatch = "merchant_mismatch"
+    case ipNotAllowed = "ip_not_allowed"
+
+    /// The HTTP status the rejection is answered with (product.md section 3).
+    public var httpStatus: Int {
+        switch self {
+        case .badCredentials: 401
+        case .ipNotAllowed: 403
+        case .unknownAccount: 404
+        default: 400
+        }
+    }
+}
+
+extension AmountError {
+    /// The rejection of a notification carrying this amount.
+    public var rejection: Rejection {
+        switch self {
+        case .unknownCurrency: Rejection(.unknownCurrency, description)
+        default: Rejection(.badAmount, description)
+        }
+    }
+}

@@ -1,0 +1,101 @@
+/// An `application/x-www-form-urlencoded` body: decoded fields in source order.
+public struct FormBody: Sendable, Equatable {
+    public let fields: [(name: String, value: String)]
+    /// Whether names were matched ignoring ASCII case (iPay88).
+    public let caseInsensitiveNames: Bool
+
+    public static func == (lhs: FormBody, rhs: FormBody) -> Bool {
+        lhs.fields.elementsEqual(rhs.fields) { $0.name == $1.name && $0.value == $1.value }
+    }
+
+    /// Parses a form body. `+` is a space; `%XX` takes either hex case. Malformed escapes,
+    /// invalid UTF-8 and repeated field names are errors: a signed form must be unambiguous.
+    public static func parse(_ bytes: [UInt8], caseInsensitiveNames: Bool = false) throws(FormError) -> FormBody {
+        var fields: [(name: String, value: String)] = []
+        var seen = Set<String>()
+        for pair in bytes.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true) {
+            let equals = pair.firstIndex(of: UInt8(ascii: "="))
+            let rawName = equals.map { pair[pair.startIndex..<$0] } ?? pair[...]
+            let rawValue = equals.map { pair[pair.index(after: $0)...] } ?? []
+            let name = try decodeComponent(rawName)
+            let value = try decodeComponent(rawValue)
+            guard !name.isEmpty else { throw FormError(message: "form field with an empty name") }
+            let identity = caseInsensitiveNames ? name.lowercased() : name
+            guard seen.insert(identity).inserted else {
+                throw FormError(message: "form field \"\(name.prefix(64))\" appears more than once")
+            }
+            fields.append((name, value))
+        }
+        return FormBody(fields: fields, caseInsensitiveNames: caseInsensitiveNames)
+    }
+
+    /// The value of field `name`, matched as this body was parsed (case-insensitively or exactly).
+    public subscript(name: String) -> String? {
+        if caseInsensitiveNames {
+            let wanted = name.lowercased()
+            return fields.first { $0.name.lowercased() == wanted }?.value
+        }
+        return fields.first { $0.name == name }?.value
+    }
+
+    /// Percent-decodes one component (`+` as space), validating escapes and UTF-8.
+    public static func decodeComponent(_ raw: some Collection<UInt8>) throws(FormError) -> String {
+        var out = [UInt8]()
+        out.reserveCapacity(raw.count)
+        var index = raw.startIndex
+        while index != raw.endIndex {
+            let byte = raw[index]
+            if byte == UInt8(ascii: "%") {
+                let first = raw.index(after: index)
+                guard first != raw.endIndex, raw.index(after: first) != raw.endIndex,
+                    let high = Hex.value(raw[first]), let low = Hex.value(raw[raw.index(after: first)])
+                else { throw FormError(message: "malformed percent-encoding") }
+                out.append(high << 4 | low)
+                index = raw.index(first, offsetBy: 2)
+                continue
+            }
+            out.append(byte == UInt8(ascii: "+") ? UInt8(ascii: " ") : byte)
+            index = raw.index(after: index)
+        }
+        guard let string = String(validating: out, as: UTF8.self) else {
+            throw FormError(message: "form field is not valid UTF-8")
+        }
+        return string
+    }
+
+    /// Encodes fields as a form body (the inverse of `parse`, used by signers).
+    public static func encode(_ fields: [(String, String)]) -> [UInt8] {
+        var out = [UInt8]()
+        for (offset, field) in fields.enumerated() {
+            if offset > 0 { out.append(UInt8(ascii: "&")) }
+            appendEncoded(field.0, to: &out)
+            out.append(UInt8(ascii: "="))
+            appendEncoded(field.1, to: &out)
+        }
+        return out
+    }
+
+    private static func appendEncoded(_ text: String, to out: inout [UInt8]) {
+        let hex = Array("0123456789ABCDEF".utf8)
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."),
+                UInt8(ascii: "_"), UInt8(ascii: "*"):
+                out.append(byte)
+            case UInt8(ascii: " "):
+                out.append(UInt8(ascii: "+"))
+            default:
+                out.append(UInt8(ascii: "%"))
+                out.append(hex[Int(byte >> 4)])
+                out.append(hex[Int(byte & 0x0f)])
+            }
+        }
+    }
+}
+
+/// Why a form body was refused.
+public struct FormError: Error, Equatable, Sendable, CustomStringConvertible {
+    public let message: String
+    public var description: String { message }
+}

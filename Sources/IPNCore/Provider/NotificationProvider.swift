@@ -1,0 +1,96 @@
+/// One payment provider's notification protocol, for one configured account.
+///
+/// A provider is one type in one file under `Providers/`: it declares the config keys an
+/// account takes, verifies raw requests into `VerifiedNotification`s, says exactly which
+/// bytes acknowledge or reject, and can build a correctly signed notification (its signer,
+/// the inverse of `verify`). Registering it in `ProviderRegistry.all` wires route and config.
+public protocol NotificationProvider: Sendable {
+    /// The route and config section name: `POST /ipn/{name}`, `providers.{name}`.
+    static var name: String { get }
+    /// The keys an account entry takes besides `account` and `allow_ips`.
+    static var accountKeys: [AccountKey] { get }
+    /// The exact answer to every authentic notification, duplicates included.
+    static var acknowledgement: ProviderAnswer { get }
+
+    /// Builds the account from settings the config loader resolved (secrets read from files).
+    init(settings: AccountSettings) throws(AccountConfigError)
+
+    /// Verifies `request` over its raw bytes and reduces it to what ipnd acts on.
+    func verify(_ request: RawRequest) throws(Rejection) -> VerifiedNotification
+
+    /// The answer to a request rejected for `rejection`.
+    static func answer(for rejection: Rejection) -> ProviderAnswer
+
+    /// A correctly signed notification built from this account's secrets (`ipnd simulate`).
+    func simulatedRequest(_ spec: SimulationSpec) throws(SimulationError) -> RawRequest
+
+    /// What `check-config` shows about the account, with secrets redacted.
+    var summary: [(key: String, value: String)] { get }
+}
+
+/// The exact HTTP answer a provider expects.
+public struct ProviderAnswer: Sendable, Equatable {
+    public var status: Int
+    public var contentType: String
+    public var body: [UInt8]
+    public var headers: [(name: String, value: String)]
+
+    public init(status: Int, contentType: String, body: String, headers: [(name: String, value: String)] = []) {
+        self.status = status
+        self.contentType = contentType
+        self.body = Array(body.utf8)
+        self.headers = headers
+    }
+
+    public static func == (lhs: ProviderAnswer, rhs: ProviderAnswer) -> Bool {
+        lhs.status == rhs.status && lhs.contentType == rhs.contentType && lhs.body == rhs.body
+            && lhs.headers.elementsEqual(rhs.headers) { $0 == $1 }
+    }
+
+    /// A plain-text answer.
+    public static func text(_ status: Int, _ body: String) -> ProviderAnswer {
+        ProviderAnswer(status: status, contentType: "text/plain", body: body)
+    }
+}
+
+extension RejectReason {
+    /// Reasons that mean "this request's authentication is wrong" rather than "its body is bad".
+    public var isAuthenticationFailure: Bool {
+        switch self {
+        case .badSignature, .badCredentials, .missingHeader, .repeatedHeader, .malformedHeader, .merchantMismatch:
+            true
+        default:
+            false
+        }
+    }
+}
+
+/// What `ipnd simulate` asks a provider to build.
+public struct SimulationSpec: Sendable {
+    public var orderRef: String
+    /// The provider's own status word (`COMPLETED`, `1`, `S`, `CHARGED`, ...).
+    public var status: String
+    public var amount: Money
+    /// The path the request will be posted to (Alipay signs it).
+    public var path: String
+    /// A unique token for provider ids in the simulated body.
+    public var uniqueID: String
+    /// RFC 3339 time to put in the body.
+    public var time: String
+
+    public init(orderRef: String, status: String, amount: Money, path: String, uniqueID: String, time: String) {
+        self.orderRef = orderRef
+        self.status = status
+        self.amount = amount
+        self.path = path
+        self.uniqueID = uniqueID
+        self.time = time
+    }
+}
+
+/// Why a notification could not be simulated.
+public struct SimulationError: Error, Equatable, Sendable, CustomStringConvertible {
+    public let message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}

@@ -1,0 +1,11 @@
+/// Every provider ipnd speaks. Adding a provider is adding its file and one line here.
+public enum ProviderRegistry {
+    public static let all: [any NotificationProvider.Type] = [
+        Unlimint.self,
+    ]
+
+    /// The provider type serving route and config name `name`.
+    public static func provider(named name: String) -> (any NotificationProvider.Type)? {
+        all.first { $0.name == name }
+    }
+}
