@@ -1,1 +1,3 @@
-print("x")
+import IPNCommands
+
+await IPNDCommand.runMain()

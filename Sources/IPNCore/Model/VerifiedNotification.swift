@@ -11,7 +11,7 @@ public enum NotificationKind: String, Sendable, Codable {
 }
 
 /// What an authentic notification asks of its order.
-public enum NotificationEffect: Sendable, Equatable {
+public enum NotificationEffect: Sendable, Equatable, Codable {
     /// Move the order to this state (subject to the transition rule).
     case transition(OrderState)
     /// A successful refund: refunded or partially refunded by the refund totals.
@@ -25,7 +25,7 @@ public enum NotificationEffect: Sendable, Equatable {
 }
 
 /// The facts of a successful refund the state machine needs.
-public struct RefundInfo: Sendable, Equatable {
+public struct RefundInfo: Sendable, Equatable, Codable {
     /// Identifies the refund, so a redelivered refund is not counted twice.
     public var refundID: String?
     /// This refund's amount, when the provider gives it.
@@ -53,7 +53,7 @@ public struct RefundInfo: Sendable, Equatable {
 }
 
 /// How a notification relates to a provider payment id (Alipay `paymentId`).
-public enum PaymentLink: Sendable, Equatable {
+public enum PaymentLink: Sendable, Equatable, Codable {
     /// A payment notification: its order is the one this payment id belongs to.
     case registers(String)
     /// A capture or refund naming only the payment id: its order is found through the link.
@@ -67,7 +67,7 @@ public enum PaymentLink: Sendable, Equatable {
 }
 
 /// A notification whose authenticity was verified, reduced to what ipnd acts on.
-public struct VerifiedNotification: Sendable, Equatable {
+public struct VerifiedNotification: Sendable, Equatable, Codable {
     public var kind: NotificationKind
     /// The merchant's order reference; nil when the order is found through `link`.
     public var orderRef: String?

@@ -1,5 +1,5 @@
 /// An amount in integer minor units of an ISO 4217 currency. Never floating point.
-public struct Money: Sendable, Hashable, CustomStringConvertible {
+public struct Money: Sendable, Hashable, Codable, CustomStringConvertible {
     public let minor: Int64
     public let currency: String
 

@@ -20,3 +20,11 @@ public enum JSONText {
         return out
     }
 }
+
+extension JSONText {
+    /// A flat JSON object of strings, keys sorted (stable stored text).
+    public static func object(_ fields: [String: String]) -> String {
+        "{" + fields.sorted { $0.key < $1.key }.map { "\"\(escape($0.key))\":\"\(escape($0.value))\"" }
+            .joined(separator: ",") + "}"
+    }
+}

@@ -1,0 +1,46 @@
+import ArgumentParser
+import IPNConfig
+import IPNCore
+
+/// `ipnd check-config`: validates and prints a summary with secrets redacted.
+struct CheckConfig: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check-config",
+        abstract: "Validate the config and print a summary with secrets redacted."
+    )
+
+    @OptionGroup var options: ConfigOptions
+
+    func run() async throws {
+        let config = try options.load()
+        Console.print(ConfigSummary.text(config))
+    }
+}
+
+/// The redacted, human summary of a config.
+enum ConfigSummary {
+    static func text(_ config: IPNDConfig) -> String {
+        let server = config.server
+        var lines = [
+            "config \(config.path): ok",
+            "server: listening on \(server.host):\(server.port), max_body_bytes \(server.maxBodyBytes), "
+                + "request_timeout_seconds \(server.requestTimeoutSeconds), idle_timeout_seconds \(server.idleTimeoutSeconds), "
+                + "trusted_proxies \(list(server.trustedProxies))",
+            "store: \(config.store.path) (max_batch \(config.store.maxBatch))",
+            "ops: listening on \(config.ops.host):\(config.ops.port), \(config.ops.tokenDigests.count) bearer token(s)",
+            "providers:",
+        ]
+        for account in config.accounts {
+            let route = account.name == "default" ? "/ipn/\(account.providerName)" : "/ipn/\(account.providerName)/\(account.name)"
+            var line = "  \(account.providerName)/\(account.name): POST \(route)"
+            for (key, value) in account.provider.summary { line += "; \(key): \(value)" }
+            line += "; allow_ips: \(account.allowIPs.map(list) ?? "any")"
+            lines.append(line)
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    private static func list(_ networks: [IPNetwork]) -> String {
+        networks.isEmpty ? "none" : networks.map(\.description).joined(separator: ", ")
+    }
+}

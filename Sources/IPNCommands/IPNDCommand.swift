@@ -1,0 +1,79 @@
+import ArgumentParser
+import Foundation
+import IPNConfig
+import IPNCore
+import IPNServer
+import IPNStore
+import Logging
+
+/// `ipnd`: one binary, subcommands (product.md section 1).
+public struct IPNDCommand: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "ipnd",
+        abstract: "Receives, verifies and records payment providers' notifications.",
+        subcommands: [Serve.self, CheckConfig.self]
+    )
+
+    public init() {}
+
+    /// Parses the command line and runs the chosen subcommand, exiting with its status.
+    public static func runMain(arguments: [String]? = nil) async {
+        do {
+            var command = try parseAsRoot(arguments)
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            exit(withError: error)
+        }
+    }
+}
+
+/// Exit codes of product.md section 1.
+public enum ExitStatus {
+    public static let notFound = ExitCode(1)
+    public static let configError = ExitCode(2)
+    public static let storeUnavailable = ExitCode(3)
+}
+
+/// `--config PATH`, shared by every subcommand.
+struct ConfigOptions: ParsableArguments {
+    @Option(name: .long, help: "The YAML config (default: $IPND_CONFIG or /etc/ipnd/ipnd.yaml).")
+    var config: String?
+
+    var path: String {
+        config ?? ConfigLoader.defaultPath(environment: ProcessInfo.processInfo.environment)
+    }
+
+    /// Loads the config, or prints the error naming the key and exits 2.
+    func load() throws -> IPNDConfig {
+        do {
+            return try ConfigLoader.load(path: path)
+        } catch {
+            Console.error(error.description)
+            throw ExitStatus.configError
+        }
+    }
+}
+
+/// Writing to the terminal.
+enum Console {
+    static func error(_ message: String) {
+        FileHandle.standardError.write(Data((message + "\n").utf8))
+    }
+
+    static func print(_ text: String) {
+        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+    }
+}
+
+/// The process-wide logger: logfmt lines on stderr, level from `$IPND_LOG_LEVEL` (default info).
+enum DaemonLogging {
+    static func bootstrap() -> Logger {
+        let level = ProcessInfo.processInfo.environment["IPND_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
+        LoggingSystem.bootstrap { label in LogfmtLogHandler(label: label, level: level) }
+        return Logger(label: "ipnd")
+    }
+}

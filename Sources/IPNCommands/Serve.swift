@@ -1,0 +1,30 @@
+import ArgumentParser
+import IPNConfig
+import IPNServer
+import IPNStore
+import Logging
+
+/// `ipnd serve`: the daemon (the systemd unit's ExecStart).
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Run the daemon.")
+
+    @OptionGroup var options: ConfigOptions
+
+    func run() async throws {
+        let logger = DaemonLogging.bootstrap()
+        let config = try options.load()
+        let daemon: Daemon
+        do {
+            daemon = try Daemon(config: config, logger: logger)
+        } catch {
+            logger.critical("store unavailable", metadata: ["store": "\(config.store.path)", "error": "\(error)"])
+            throw ExitStatus.storeUnavailable
+        }
+        do {
+            try await daemon.run()
+        } catch {
+            logger.critical("stopped on error", metadata: ["error": "\(error)"])
+            throw ExitCode.failure
+        }
+    }
+}

@@ -1,0 +1,74 @@
+import IPNCore
+
+/// The validated configuration of one ipnd instance (product.md section 2).
+public struct IPNDConfig: Sendable {
+    /// The config file this was loaded from.
+    public var path: String
+    public var server: ServerSettings
+    public var store: StoreSettings
+    public var ops: OpsSettings
+    public var accounts: [ProviderAccount]
+
+    /// The account serving `POST /ipn/{provider}/{account}`.
+    public func account(provider: String, name: String) -> ProviderAccount? {
+        accounts.first { $0.providerName == provider && $0.name == name }
+    }
+}
+
+/// The provider-facing listener.
+public struct ServerSettings: Sendable, Equatable {
+    public var host = "127.0.0.1"
+    public var port = 8080
+    /// Larger requests get 413 and are not stored.
+    public var maxBodyBytes = 65536
+    /// The whole request (headers and body) must arrive within this.
+    public var requestTimeoutSeconds = 10
+    /// Idle keep-alive connections are closed after this.
+    public var idleTimeoutSeconds = 60
+    /// Peers whose `X-Forwarded-For` is believed for client IPs.
+    public var trustedProxies: [IPNetwork] = []
+}
+
+public struct StoreSettings: Sendable, Equatable {
+    /// Absolute path of the SQLite file.
+    public var path = "/var/lib/ipnd/ipnd.sqlite"
+    /// The most notifications one commit carries (1: one transaction per notification).
+    public var maxBatch = 256
+}
+
+/// The ops listener (never exposed publicly).
+public struct OpsSettings: Sendable, Equatable {
+    public var host = "127.0.0.1"
+    public var port = 8081
+    /// SHA-256 digests of the accepted bearer tokens.
+    public var tokenDigests: [[UInt8]] = []
+}
+
+/// One configured provider account, its provider built from its resolved secrets.
+public struct ProviderAccount: Sendable {
+    public var providerName: String
+    public var name: String
+    /// Where it sits in the config: `providers.unlimint[0]`.
+    public var keyPath: String
+    /// Client networks allowed to post to this account; nil allows everyone.
+    public var allowIPs: [IPNetwork]?
+    public var provider: any NotificationProvider
+}
+
+/// A configuration problem, naming the key it is about. Never contains a secret.
+public struct ConfigError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The offending key path (`server.port`, `providers.unlimint[0].callback_secret`), or
+    /// nil for a problem with the file as a whole.
+    public let key: String?
+    public let message: String
+
+    public init(key: String?, _ message: String) {
+        self.key = key
+        self.message = message
+    }
+
+    public var description: String {
+        if let key { return "config error: \(key): \(message)" }
+        return "config error: \(message)"
+    }
+}

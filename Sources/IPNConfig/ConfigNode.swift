@@ -1,0 +1,74 @@
+import IPNCore
+import Yams
+
+/// The YAML document reduced to what the config uses: scalars keep their text exactly,
+/// mappings keep their key order, and every node remembers its line for messages.
+indirect enum ConfigNode {
+    case scalar(String, line: Int?)
+    case null(line: Int?)
+    case sequence([ConfigNode], line: Int?)
+    case mapping([(key: String, value: ConfigNode)], line: Int?)
+
+    static func parse(yaml: String, path: String) throws(ConfigError) -> ConfigNode {
+        let node: Node?
+        do {
+            node = try Yams.compose(yaml: yaml)
+        } catch {
+            throw ConfigError(key: nil, "\(path) is not valid YAML: \(error)")
+        }
+        guard let node else { throw ConfigError(key: nil, "\(path) is empty") }
+        return try convert(node, key: "")
+    }
+
+    private static func convert(_ node: Node, key: String) throws(ConfigError) -> ConfigNode {
+        let line = node.mark?.line
+        switch node {
+        case .scalar(let scalar):
+            if node.null != nil, scalar.style == .plain { return .null(line: line) }
+            return .scalar(scalar.string, line: line)
+        case .sequence(let sequence):
+            var items: [ConfigNode] = []
+            for (index, item) in sequence.enumerated() {
+                items.append(try convert(item, key: "\(key)[\(index)]"))
+            }
+            return .sequence(items, line: line)
+        case .mapping(let mapping):
+            var pairs: [(key: String, value: ConfigNode)] = []
+            for (keyNode, value) in mapping {
+                guard let name = keyNode.scalar?.string else {
+                    throw ConfigError(key: key.isEmpty ? nil : key, "mapping keys must be plain strings")
+                }
+                let childKey = key.isEmpty ? name : "\(key).\(name)"
+                pairs.append((name, try convert(value, key: childKey)))
+            }
+            return .mapping(pairs, line: line)
+        case .alias:
+            throw ConfigError(key: key.isEmpty ? nil : key, "YAML aliases are not supported")
+        }
+    }
+
+    var kindName: String {
+        switch self {
+        case .scalar: "a value"
+        case .null: "empty"
+        case .sequence: "a list"
+        case .mapping: "a mapping"
+        }
+    }
+
+    subscript(key: String) -> ConfigNode? {
+        guard case .mapping(let pairs, _) = self else { return nil }
+        return pairs.first { $0.key == key }?.value
+    }
+
+    /// Sets `key` in a mapping node (adding it when absent).
+    mutating func set(_ key: String, to value: ConfigNode) {
+        guard case .mapping(var pairs, let line) = self else { return }
+        if let index = pairs.firstIndex(where: { $0.key == key }) {
+            pairs[index].value = value
+        } else {
+            pairs.append((key, value))
+        }
+        self = .mapping(pairs, line: line)
+    }
+}

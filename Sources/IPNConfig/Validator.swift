@@ -1,0 +1,292 @@
+import Foundation
+import IPNCore
+
+/// Turns the parsed YAML into an `IPNDConfig`, naming the key of the first problem found.
+struct Validator {
+    let resolver: PathResolver
+    let file: ConfigFile
+
+    private static let topLevelKeys = ["server", "store", "ops", "providers"]
+    private static let serverKeys = ["host", "port", "max_body_bytes", "request_timeout_seconds", "idle_timeout_seconds", "trusted_proxies"]
+    private static let storeKeys = ["path", "max_batch"]
+    private static let opsKeys = ["host", "port", "tokens_sha256"]
+
+    func config(from root: ConfigNode) throws(ConfigError) -> IPNDConfig {
+        let top = try mapping(root, key: nil)
+        try checkKeys(top, allowed: Self.topLevelKeys, in: nil)
+        let server = try serverSettings(root["server"])
+        let store = try storeSettings(root["store"])
+        let ops = try opsSettings(root["ops"])
+        if server.host == ops.host, server.port == ops.port, server.port != 0 {
+            throw ConfigError(key: "ops.port", "must differ from server.port (\(server.port)): the ops listener is a separate port")
+        }
+        var inlineSecrets: [String] = []
+        let accounts = try providerAccounts(root["providers"], inlineSecrets: &inlineSecrets)
+        if let first = inlineSecrets.first, FileAccess.readableByOthers(mode: file.mode) {
+            throw ConfigError(
+                key: first,
+                "is a secret written inline in \(file.absolutePath), which is readable by group or others (mode \(FileAccess.octal(file.mode))); run chmod 600 on it, or move the secret to \(first.split(separator: ".").last.map(String.init) ?? "NAME")_file (LoadCredential=)"
+            )
+        }
+        return IPNDConfig(path: file.absolutePath, server: server, store: store, ops: ops, accounts: accounts)
+    }
+
+    // MARK: Sections
+
+    private func serverSettings(_ node: ConfigNode?) throws(ConfigError) -> ServerSettings {
+        var settings = ServerSettings()
+        guard let node, let pairs = try optionalMapping(node, key: "server") else { return settings }
+        try checkKeys(pairs, allowed: Self.serverKeys, in: "server")
+        if let host = node["host"] { settings.host = try hostName(host, key: "server.host") }
+        if let port = node["port"] { settings.port = try integer(port, key: "server.port", in: 0...65535, what: "a TCP port") }
+        if let limit = node["max_body_bytes"] {
+            settings.maxBodyBytes = try integer(limit, key: "server.max_body_bytes", in: 1...16_777_216, what: "a byte count")
+        }
+        if let timeout = node["request_timeout_seconds"] {
+            settings.requestTimeoutSeconds = try integer(timeout, key: "server.request_timeout_seconds", in: 1...3600, what: "seconds")
+        }
+        if let timeout = node["idle_timeout_seconds"] {
+            settings.idleTimeoutSeconds = try integer(timeout, key: "server.idle_timeout_seconds", in: 1...86_400, what: "seconds")
+        }
+        if let proxies = node["trusted_proxies"] {
+            settings.trustedProxies = try networks(proxies, key: "server.trusted_proxies")
+        }
+        return settings
+    }
+
+    private func storeSettings(_ node: ConfigNode?) throws(ConfigError) -> StoreSettings {
+        var settings = StoreSettings()
+        guard let node, let pairs = try optionalMapping(node, key: "store") else { return settings }
+        try checkKeys(pairs, allowed: Self.storeKeys, in: "store")
+        if let path = node["path"] { settings.path = resolver.configRelative(try nonEmptyString(path, key: "store.path")) }
+        if let batch = node["max_batch"] {
+            settings.maxBatch = try integer(batch, key: "store.max_batch", in: 1...4096, what: "a notification count")
+        }
+        return settings
+    }
+
+    private func opsSettings(_ node: ConfigNode?) throws(ConfigError) -> OpsSettings {
+        var settings = OpsSettings()
+        guard let node, let pairs = try optionalMapping(node, key: "ops") else { return settings }
+        try checkKeys(pairs, allowed: Self.opsKeys, in: "ops")
+        if let host = node["host"] { settings.host = try hostName(host, key: "ops.host") }
+        if let port = node["port"] { settings.port = try integer(port, key: "ops.port", in: 0...65535, what: "a TCP port") }
+        if let tokens = node["tokens_sha256"] {
+            let values = try stringList(tokens, key: "ops.tokens_sha256")
+            settings.tokenDigests = try values.enumerated().map { index, value throws(ConfigError) in
+                guard Hex.isHex(value, count: 64), let digest = Hex.decode(value) else {
+                    throw ConfigError(key: "ops.tokens_sha256[\(index)]", "must be 64 hex characters: the SHA-256 of a bearer token")
+                }
+                return digest
+            }
+        }
+        return settings
+    }
+
+    // MARK: Providers
+
+    private func providerAccounts(_ node: ConfigNode?, inlineSecrets: inout [String]) throws(ConfigError) -> [ProviderAccount] {
+        let known = ProviderRegistry.all.map { $0.name }
+        guard let node, let pairs = try optionalMapping(node, key: "providers"), !pairs.isEmpty else {
+            throw ConfigError(key: "providers", "no provider account is configured (known providers: \(known.joined(separator: ", ")))")
+        }
+        var accounts: [ProviderAccount] = []
+        for (name, entries) in pairs {
+            guard let type = ProviderRegistry.provider(named: name) else {
+                throw ConfigError(key: "providers.\(name)", "unknown provider; known providers: \(known.joined(separator: ", "))")
+            }
+            guard case .sequence(let items, _) = entries, !items.isEmpty else {
+                throw ConfigError(key: "providers.\(name)", "must be a list of accounts (- account: default ...), found \(entries.kindName)")
+            }
+            var names = Set<String>()
+            for (index, item) in items.enumerated() {
+                let account = try providerAccount(type, item, keyPath: "providers.\(name)[\(index)]", inlineSecrets: &inlineSecrets)
+                guard names.insert(account.name).inserted else {
+                    throw ConfigError(key: "providers.\(name)[\(index)].account", "\"\(account.name)\" is configured twice for \(name)")
+                }
+                accounts.append(account)
+            }
+        }
+        return accounts
+    }
+
+    private func providerAccount(
+        _ type: any NotificationProvider.Type,
+        _ node: ConfigNode,
+        keyPath: String,
+        inlineSecrets: inout [String]
+    ) throws(ConfigError) -> ProviderAccount {
+        let pairs = try mapping(node, key: keyPath)
+        var allowed = ["account", "allow_ips"]
+        for key in type.accountKeys {
+            allowed.append(key.name)
+            if key.kind == .secret || key.kind == .keyMaterial { allowed.append(key.name + "_file") }
+        }
+        try checkKeys(pairs, allowed: allowed, in: keyPath)
+
+        var accountName = "default"
+        if let value = node["account"] {
+            accountName = try nonEmptyString(value, key: "\(keyPath).account")
+            guard accountName.utf8.count <= 64,
+                accountName.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) })
+            else {
+                throw ConfigError(key: "\(keyPath).account", "must be 1-64 letters, digits, '.', '_' or '-' (it is a URL path segment)")
+            }
+        }
+        let allowIPs = try node["allow_ips"].map { node throws(ConfigError) in try networks(node, key: "\(keyPath).allow_ips") }
+
+        var settings = AccountSettings(provider: type.name, account: accountName, keyPath: keyPath)
+        for key in type.accountKeys {
+            let keyName = "\(keyPath).\(key.name)"
+            switch key.kind {
+            case .secret, .keyMaterial:
+                let inline = node[key.name]
+                let fileNode = node[key.name + "_file"]
+                if inline != nil, fileNode != nil {
+                    throw ConfigError(key: keyName, "is set both inline and as \(key.name)_file; keep one")
+                }
+                var values: [String] = []
+                if let inline {
+                    values = try stringList(inline, key: keyName)
+                    if key.kind == .secret { inlineSecrets.append(keyName) }
+                } else if let fileNode {
+                    let paths = try stringList(fileNode, key: keyName + "_file")
+                    for (index, path) in paths.enumerated() {
+                        let fileKey = paths.count > 1 ? "\(keyName)_file[\(index)]" : "\(keyName)_file"
+                        values.append(try secretFile(resolver.credential(path), key: fileKey, isSecret: key.kind == .secret))
+                    }
+                }
+                if let empty = values.firstIndex(where: \.isEmpty) {
+                    throw ConfigError(key: values.count > 1 ? "\(keyName)[\(empty)]" : keyName, "is empty")
+                }
+                if !values.isEmpty { settings.lists[key.name] = values }
+            case .string:
+                if let value = node[key.name] { settings.strings[key.name] = try nonEmptyString(value, key: keyName) }
+            case .fileContents:
+                if let value = node[key.name] {
+                    let path = resolver.configRelative(try nonEmptyString(value, key: keyName))
+                    settings.strings[key.name] = try readFile(path, key: keyName)
+                }
+            }
+            if key.required, settings.lists[key.name] == nil, settings.strings[key.name] == nil {
+                let hint = (key.kind == .secret || key.kind == .keyMaterial) ? " (inline or as \(key.name)_file)" : ""
+                throw ConfigError(key: keyName, "is required\(hint)")
+            }
+        }
+        let provider: any NotificationProvider
+        do {
+            provider = try type.init(settings: settings)
+        } catch {
+            throw ConfigError(key: error.key, error.message)
+        }
+        return ProviderAccount(providerName: type.name, name: accountName, keyPath: keyPath, allowIPs: allowIPs, provider: provider)
+    }
+
+    /// Reads a secret file: one secret, without its trailing line break. Secret files must not
+    /// be readable by group or others.
+    private func secretFile(_ path: String, key: String, isSecret: Bool) throws(ConfigError) -> String {
+        var text = try readFile(path, key: key)
+        if isSecret, let mode = FileAccess.mode(of: path), FileAccess.readableByOthers(mode: mode) {
+            throw ConfigError(key: key, "\(path) holds a secret but is readable by group or others (mode \(FileAccess.octal(mode))); run chmod 600 on it")
+        }
+        if text.hasSuffix("\r\n") {
+            text.removeLast(2)
+        } else if text.hasSuffix("\n") {
+            text.removeLast()
+        }
+        return text
+    }
+
+    private func readFile(_ path: String, key: String) throws(ConfigError) -> String {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ConfigError(key: key, "cannot read \(path): \(FileAccess.reason(for: path))")
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw ConfigError(key: key, "\(path) is not UTF-8 text")
+        }
+        return text
+    }
+
+    // MARK: Values
+
+    private func mapping(_ node: ConfigNode, key: String?) throws(ConfigError) -> [(key: String, value: ConfigNode)] {
+        guard case .mapping(let pairs, _) = node else {
+            throw ConfigError(key: key, "must be a mapping of keys, found \(node.kindName)")
+        }
+        return pairs
+    }
+
+    /// A section's pairs; nil when the section is present but empty (`server:`).
+    private func optionalMapping(_ node: ConfigNode, key: String) throws(ConfigError) -> [(key: String, value: ConfigNode)]? {
+        if case .null = node { return nil }
+        return try mapping(node, key: key)
+    }
+
+    private func checkKeys(_ pairs: [(key: String, value: ConfigNode)], allowed: [String], in section: String?) throws(ConfigError) {
+        for (key, _) in pairs where !allowed.contains(key) {
+            let path = section.map { "\($0).\(key)" } ?? key
+            throw ConfigError(key: path, "unknown key; \(section ?? "the top level") takes \(allowed.joined(separator: ", "))")
+        }
+    }
+
+    private func scalar(_ node: ConfigNode, key: String) throws(ConfigError) -> String {
+        guard case .scalar(let text, _) = node else {
+            throw ConfigError(key: key, "must be a single value, found \(node.kindName)")
+        }
+        return text
+    }
+
+    private func nonEmptyString(_ node: ConfigNode, key: String) throws(ConfigError) -> String {
+        let text = try scalar(node, key: key)
+        guard !text.isEmpty else { throw ConfigError(key: key, "is empty") }
+        return text
+    }
+
+    private func hostName(_ node: ConfigNode, key: String) throws(ConfigError) -> String {
+        let text = try nonEmptyString(node, key: key)
+        guard !text.contains(where: { $0.isWhitespace || $0 == "/" }) else {
+            throw ConfigError(key: key, "\"\(text)\" is not a host name or IP address")
+        }
+        return text
+    }
+
+    private func integer(_ node: ConfigNode, key: String, in range: ClosedRange<Int>, what: String) throws(ConfigError) -> Int {
+        let text = (try? scalar(node, key: key)) ?? ""
+        guard let value = Int(text), range.contains(value) else {
+            let shown = text.isEmpty ? node.kindName : "\"\(text.prefix(40))\""
+            throw ConfigError(key: key, "must be \(what), an integer from \(range.lowerBound) to \(range.upperBound); got \(shown)")
+        }
+        return value
+    }
+
+    /// A list of strings; a single value is a one-element list.
+    private func stringList(_ node: ConfigNode, key: String) throws(ConfigError) -> [String] {
+        switch node {
+        case .scalar(let text, _):
+            return [text]
+        case .sequence(let items, _):
+            guard !items.isEmpty else { throw ConfigError(key: key, "is an empty list") }
+            return try items.enumerated().map { index, item throws(ConfigError) in
+                guard case .scalar(let text, _) = item else {
+                    throw ConfigError(key: "\(key)[\(index)]", "must be a single value, found \(item.kindName)")
+                }
+                return text
+            }
+        case .null:
+            throw ConfigError(key: key, "is empty")
+        case .mapping:
+            throw ConfigError(key: key, "must be a value or a list of values, found a mapping")
+        }
+    }
+
+    private func networks(_ node: ConfigNode, key: String) throws(ConfigError) -> [IPNetwork] {
+        if case .sequence(let items, _) = node, items.isEmpty { return [] }
+        let values = try stringList(node, key: key)
+        return try values.enumerated().map { index, value throws(ConfigError) in
+            guard let network = IPNetwork(value) else {
+                throw ConfigError(key: "\(key)[\(index)]", "\"\(value.prefix(60))\" is not an IP address or CIDR block")
+            }
+            return network
+        }
+    }
+}

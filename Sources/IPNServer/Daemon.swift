@@ -1,0 +1,132 @@
+import Hummingbird
+import IPNConfig
+import IPNCore
+import IPNStore
+import Logging
+import ServiceLifecycle
+import UnixSignals
+import Synchronization
+
+/// `ipnd serve`: the store, the provider-facing listener and the ops listener, run until a
+/// graceful shutdown, after which in-flight writes are committed and the store is closed.
+public final class Daemon: Sendable {
+    public let config: IPNDConfig
+    public let store: Store
+    public let inbox: Inbox
+    let logger: Logger
+    let metrics: ServerMetrics
+    private let state = Mutex(RunState())
+
+    /// The ports the listeners are bound to (differs from the config when it says 0).
+    public struct ListeningPorts: Sendable, Equatable {
+        public var provider: Int
+        public var ops: Int
+    }
+
+    private struct RunState {
+        var providerPort: Int?
+        var opsPort: Int?
+        var waiters: [CheckedContinuation<ListeningPorts, Never>] = []
+        var group: ServiceGroup?
+        var shutdownRequested = false
+    }
+
+    /// Opens and migrates the store; the listeners start with `run`.
+    public init(config: IPNDConfig, logger: Logger) throws(StoreError) {
+        self.config = config
+        self.logger = logger
+        store = try Store(path: config.store.path)
+        let metrics = ServerMetrics()
+        self.metrics = metrics
+        inbox = Inbox(store: store, maxBatch: config.store.maxBatch) { size, seconds, failed in
+            metrics.commit(batchSize: size, seconds: seconds, failed: failed)
+        }
+    }
+
+    /// Serves until one of `signals` arrives or `shutdown()` is called, then drains in-flight
+    /// requests, commits what they started and closes the store.
+    public func run(gracefulShutdownSignals signals: [UnixSignal] = [.sigterm, .sigint]) async throws {
+        let health = HealthEndpoints(inbox: inbox, logger: logger)
+        let endpoint = ProviderEndpoint(config: config, inbox: inbox, logger: logger, metrics: metrics)
+        let providerApp = Application(
+            router: Routes.providerRouter(endpoint: endpoint, health: health),
+            server: .http1(configuration: .init(idleTimeout: .seconds(Int64(config.server.idleTimeoutSeconds)))),
+            configuration: .init(address: .hostname(config.server.host, port: config.server.port)),
+            onServerRunning: { [self] channel in listening(provider: channel.localAddress?.port) },
+            logger: logger
+        )
+        let opsRouter = Router(context: IPNRequestContext.self)
+        opsRouter.add(middleware: MethodNotAllowedMiddleware(exactPaths: ["/healthz", "/readyz"], allowed: [.get, .head]))
+        health.register(on: opsRouter)
+        let opsApp = Application(
+            router: opsRouter,
+            server: .http1(configuration: .init(idleTimeout: .seconds(Int64(config.server.idleTimeoutSeconds)))),
+            configuration: .init(address: .hostname(config.ops.host, port: config.ops.port)),
+            onServerRunning: { [self] channel in listening(ops: channel.localAddress?.port) },
+            logger: logger
+        )
+        let group = ServiceGroup(configuration: .init(
+            services: [providerApp, opsApp],
+            gracefulShutdownSignals: signals,
+            logger: logger
+        ))
+        let alreadyStopping = state.withLock { state -> Bool in
+            state.group = group
+            return state.shutdownRequested
+        }
+        if alreadyStopping { await group.triggerGracefulShutdown() }
+        defer { state.withLock { $0.group = nil } }
+        do {
+            try await group.run()
+        } catch {
+            await inbox.shutdown()
+            try? store.close()
+            throw error
+        }
+        await inbox.shutdown()
+        try store.close()
+        logger.info("stopped", metadata: ["store": "\(store.path)"])
+    }
+
+    /// Starts a graceful shutdown, as SIGTERM does.
+    public func shutdown() async {
+        let group = state.withLock { state -> ServiceGroup? in
+            state.shutdownRequested = true
+            return state.group
+        }
+        await group?.triggerGracefulShutdown()
+    }
+
+    /// Returns once both listeners are bound.
+    public func listeningPorts() async -> ListeningPorts {
+        await withCheckedContinuation { continuation in
+            let ready = state.withLock { state -> ListeningPorts? in
+                if let provider = state.providerPort, let ops = state.opsPort {
+                    return ListeningPorts(provider: provider, ops: ops)
+                }
+                state.waiters.append(continuation)
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
+
+    private func listening(provider: Int? = nil, ops: Int? = nil) {
+        let (ports, waiters) = state.withLock { state -> (ListeningPorts?, [CheckedContinuation<ListeningPorts, Never>]) in
+            if let provider { state.providerPort = provider }
+            if let ops { state.opsPort = ops }
+            guard let provider = state.providerPort, let ops = state.opsPort else { return (nil, []) }
+            let waiters = state.waiters
+            state.waiters = []
+            return (ListeningPorts(provider: provider, ops: ops), waiters)
+        }
+        guard let ports else { return }
+        logger.info("listening", metadata: [
+            "provider_listener": "\(config.server.host):\(ports.provider)",
+            "ops_listener": "\(config.ops.host):\(ports.ops)",
+            "store": "\(store.path)",
+            "accounts": "\(config.accounts.count)",
+        ])
+        for waiter in waiters { waiter.resume(returning: ports) }
+    }
+}

@@ -1,0 +1,150 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import IPNConfig
+import IPNCore
+import IPNStore
+import Logging
+import NIOCore
+
+/// `POST /ipn/{provider}[/{account}]`: read the body within the limit, resolve the account and
+/// client, verify, record (committed), and only then answer with the provider's exact bytes.
+struct ProviderEndpoint: Sendable {
+    let config: IPNDConfig
+    let inbox: Inbox
+    let logger: Logger
+    let metrics: ServerMetrics
+
+    func handle(_ request: Request, context: IPNRequestContext, providerName: String, accountName: String) async -> Response {
+        let started = ContinuousClock.now
+        guard let providerType = ProviderRegistry.provider(named: providerName) else {
+            return .plain(404, "unknown provider\n")
+        }
+        let limit = config.server.maxBodyBytes
+        if let declared = request.headers[.contentLength].flatMap({ Int($0) }), declared > limit {
+            metrics.tooLarge(provider: providerName)
+            return .plain(413, "request body too large\n")
+        }
+        let bodyBuffer: ByteBuffer
+        do {
+            bodyBuffer = try await request.body.collect(upTo: limit)
+        } catch is NIOTooManyBytesError {
+            metrics.tooLarge(provider: providerName)
+            return .plain(413, "request body too large\n")
+        } catch {
+            logger.notice("request body not received", metadata: ["provider": "\(providerName)", "error": "\(error)"])
+            return .plain(400, "request body not received\n")
+        }
+        let clientIP = ClientAddress.resolve(
+            peer: context.peerAddress,
+            forwardedFor: request.headers[values: .xForwardedFor],
+            trustedProxies: config.server.trustedProxies
+        )
+        let raw = RawRequest(
+            method: request.method.rawValue,
+            target: request.uri.string,
+            headers: request.headers.map { ($0.name.rawName, $0.value) },
+            body: Array(buffer: bodyBuffer),
+            clientIP: clientIP?.description
+        )
+        let received = ReceivedRequest(
+            provider: providerName,
+            account: String(accountName.prefix(128)),
+            receivedAt: Timestamp.format(epochMilliseconds: Int64(Date().timeIntervalSince1970 * 1000)),
+            clientIP: raw.clientIP,
+            method: raw.method,
+            target: String(raw.target.prefix(2048)),
+            headers: StoredHeaders.json(request.headers),
+            body: raw.body
+        )
+
+        let entry: InboxEntry
+        var answerFor: (RecordOutcome) -> ProviderAnswer = { _ in providerType.acknowledgement }
+        if let account = config.account(provider: providerName, name: accountName) {
+            if let allowed = account.allowIPs, !(clientIP.map { allowed.containsAddress($0) } ?? false) {
+                let rejection = Rejection(.ipNotAllowed, "client \(raw.clientIP ?? "unknown") is not in allow_ips")
+                entry = .rejected(received, rejection)
+                answerFor = { _ in .text(403, "forbidden\n") }
+            } else {
+                do {
+                    entry = .verified(received, try account.provider.verify(raw))
+                } catch {
+                    entry = .rejected(received, error)
+                    answerFor = { _ in providerType.answer(for: error) }
+                }
+            }
+        } else {
+            entry = .rejected(received, Rejection(.unknownAccount, "no account \"\(received.account)\" for \(providerName)"))
+            answerFor = { _ in .text(404, "unknown account\n") }
+        }
+
+        let outcome: RecordOutcome
+        do {
+            outcome = try await inbox.record(entry)
+        } catch {
+            logger.error(
+                "notification not stored",
+                metadata: ["provider": "\(providerName)", "account": "\(received.account)", "error": "\(error)"]
+            )
+            metrics.storeUnavailable(provider: providerName)
+            var response = Response.plain(503, "store unavailable, retry later\n")
+            response.headers[.retryAfter] = "30"
+            return response
+        }
+        let answer = answerFor(outcome)
+        let latency = ContinuousClock.now - started
+        metrics.notification(provider: providerName, verdict: outcome.verdict, latency: latency)
+        var metadata: Logger.Metadata = [
+            "provider": "\(providerName)",
+            "account": "\(received.account)",
+            "order_ref": "\(outcome.orderRef ?? "")",
+            "verdict": "\(outcome.verdict.rawValue)",
+            "notification_id": "\(outcome.notificationID)",
+            "client_ip": "\(raw.clientIP ?? "")",
+            "status": "\(answer.status)",
+            "latency_ms": "\(latency.milliseconds)",
+        ]
+        if case .rejected(_, let rejection) = entry {
+            metadata["reason"] = "\(rejection.reason.rawValue)"
+            metadata["detail"] = "\(rejection.detail)"
+        } else if let explanation = outcome.explanation {
+            metadata["detail"] = "\(explanation)"
+        }
+        if let state = outcome.orderState { metadata["order_state"] = "\(state.rawValue)" }
+        logger.log(level: outcome.verdict == .rejected || outcome.verdict == .mismatch ? .warning : .info,
+                   "notification", metadata: metadata)
+        return Response(answer)
+    }
+}
+
+extension Response {
+    init(_ answer: ProviderAnswer) {
+        var headers = HTTPFields()
+        headers[.contentType] = answer.contentType
+        for (name, value) in answer.headers {
+            if let fieldName = HTTPField.Name(name) { headers.append(HTTPField(name: fieldName, value: value)) }
+        }
+        self.init(
+            status: HTTPResponse.Status(code: answer.status),
+            headers: headers,
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: answer.body))
+        )
+    }
+
+    static func plain(_ status: Int, _ text: String) -> Response {
+        Response(ProviderAnswer.text(status, text))
+    }
+}
+
+extension HTTPField.Name {
+    static let xForwardedFor = HTTPField.Name("X-Forwarded-For")!
+}
+
+extension Duration {
+    /// Milliseconds with two decimals, for logs.
+    var milliseconds: String {
+        let (seconds, attoseconds) = components
+        let value = Double(seconds) * 1000 + Double(attoseconds) / 1e15
+        return String(format: "%.2f", value)
+    }
+}

@@ -1,0 +1,81 @@
+import GRDB
+import IPNCore
+
+/// The store's write side: records notifications (group-committed), expectations and
+/// heartbeats, each acknowledged only once committed.
+public final class Inbox: Sendable {
+    public let store: Store
+    private let writer: GroupCommitWriter
+
+    /// - Parameter maxBatch: the most jobs one commit carries; 1 gives one transaction per
+    ///   notification.
+    public init(
+        store: Store,
+        maxBatch: Int = 256,
+        commitObserver: (@Sendable (_ batchSize: Int, _ seconds: Double, _ failed: Bool) -> Void)? = nil
+    ) {
+        self.store = store
+        writer = GroupCommitWriter(pool: store.pool, maxBatch: maxBatch, observer: commitObserver)
+    }
+
+    public var maxBatch: Int { writer.maxBatch }
+
+    /// Records `entry` and returns its verdict once it is durably committed.
+    public func record(_ entry: InboxEntry) async throws(StoreError) -> RecordOutcome {
+        try await writer.submit { db, now in try Recorder.record(entry, in: db, now: now) }
+    }
+
+    /// Registers the amount and currency `orderRef` must be paid with, creating the order in
+    /// state `expected` when it is not known yet.
+    public func setExpectation(
+        provider: String,
+        account: String,
+        orderRef: String,
+        amount: Money
+    ) async throws(StoreError) -> OrderState {
+        try await writer.submit { db, now in
+            try Expectations.set(db, scope: Scope(provider: provider, account: account), orderRef: orderRef,
+                                 amount: amount, now: now)
+        }
+    }
+
+    /// Proves the store accepts a durable write right now (readiness and watchdog).
+    public func heartbeat() async throws(StoreError) {
+        try await writer.submit { db, now in
+            try db.execute(sql: "INSERT INTO heartbeat (id, at) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET at = excluded.at",
+                           arguments: [now])
+        }
+    }
+
+    /// Stops taking writes and waits for those already accepted.
+    public func shutdown() async {
+        writer.close()
+        await writer.drain()
+    }
+}
+
+enum Expectations {
+    static func set(_ db: Database, scope: Scope, orderRef: String, amount: Money, now: String) throws -> OrderState {
+        if let order = try OrderRow.fetch(db, scope: scope, orderRef: orderRef) {
+            try db.execute(
+                sql: "UPDATE orders SET expected_amount_minor = ?, expected_currency = ?, updated_at = ? WHERE id = ?",
+                arguments: [amount.minor, amount.currency, now, order.id]
+            )
+            return order.state
+        }
+        var order = try OrderRow.insert(
+            db, scope: scope, orderRef: orderRef, state: .expected, amount: nil, refundedMinor: 0,
+            providerTxnID: nil, now: now
+        )
+        try db.execute(
+            sql: "UPDATE orders SET expected_amount_minor = ?, expected_currency = ? WHERE id = ?",
+            arguments: [amount.minor, amount.currency, order.id]
+        )
+        order.expected = amount
+        try db.execute(
+            sql: "INSERT INTO transitions (order_id, from_state, to_state, at, notification_id) VALUES (?, NULL, ?, ?, NULL)",
+            arguments: [order.id, OrderState.expected.rawValue, now]
+        )
+        return .expected
+    }
+}

@@ -1,0 +1,54 @@
+import IPNCore
+
+/// A provider-facing request as it is stored, whatever its verdict.
+public struct ReceivedRequest: Sendable {
+    public var provider: String
+    public var account: String
+    /// When the request arrived (`Timestamp` text).
+    public var receivedAt: String
+    public var clientIP: String?
+    public var method: String
+    public var target: String
+    /// The kept header fields as a JSON object text (secrets already redacted).
+    public var headers: String
+    public var body: [UInt8]
+
+    public init(
+        provider: String,
+        account: String,
+        receivedAt: String,
+        clientIP: String?,
+        method: String,
+        target: String,
+        headers: String,
+        body: [UInt8]
+    ) {
+        self.provider = provider
+        self.account = account
+        self.receivedAt = receivedAt
+        self.clientIP = clientIP
+        self.method = method
+        self.target = target
+        self.headers = headers
+        self.body = body
+    }
+}
+
+/// What the one write path is asked to record.
+public enum InboxEntry: Sendable {
+    /// An authentic notification: deduplicated and run through the state machine.
+    case verified(ReceivedRequest, VerifiedNotification)
+    /// A request that failed verification or was malformed: kept for forensics, never applied.
+    case rejected(ReceivedRequest, Rejection)
+}
+
+/// What recording a notification concluded, once it is committed.
+public struct RecordOutcome: Sendable, Equatable {
+    public var notificationID: Int64
+    public var verdict: Verdict
+    /// The order's state after this notification, when it has an order.
+    public var orderState: OrderState?
+    public var orderRef: String?
+    /// Why the verdict is what it is, for logs.
+    public var explanation: String?
+}

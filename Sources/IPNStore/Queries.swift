@@ -1,0 +1,138 @@
+import Foundation
+import GRDB
+import IPNCore
+
+/// Read queries shared by the daemon's ops API and the read-only CLI.
+public enum Queries {
+    public static func orders(_ db: Database, _ filter: OrderFilter) throws -> [OrderRecord] {
+        var clauses: [String] = []
+        var arguments: [(any DatabaseValueConvertible)?] = []
+        if let provider = filter.provider { clauses.append("provider = ?"); arguments.append(provider) }
+        if let account = filter.account { clauses.append("account = ?"); arguments.append(account) }
+        if let state = filter.state { clauses.append("state = ?"); arguments.append(state.rawValue) }
+        if let since = filter.since { clauses.append("created_at >= ?"); arguments.append(since) }
+        if let before = filter.beforeID { clauses.append("id < ?"); arguments.append(before) }
+        let whereClause = clauses.isEmpty ? "" : "WHERE " + clauses.joined(separator: " AND ")
+        arguments.append(max(0, filter.limit))
+        return try Row.fetchAll(
+            db, sql: "SELECT * FROM orders \(whereClause) ORDER BY id DESC LIMIT ?",
+            arguments: StatementArguments(arguments.map { $0?.databaseValue ?? .null })
+        ).map(orderRecord)
+    }
+
+    public static func order(
+        _ db: Database, provider: String, account: String, orderRef: String, includeRaw: Bool = false
+    ) throws -> OrderDetail? {
+        guard let row = try Row.fetchOne(
+            db, sql: "SELECT * FROM orders WHERE provider = ? AND account = ? AND order_ref = ?",
+            arguments: [provider, account, orderRef]
+        ) else { return nil }
+        let order = try orderRecord(row)
+        let transitions = try Row.fetchAll(
+            db, sql: "SELECT from_state, to_state, at, notification_id FROM transitions WHERE order_id = ? ORDER BY id",
+            arguments: [order.id]
+        ).map { row throws -> TransitionRecord in
+            TransitionRecord(
+                from: try (row["from_state"] as String?).map(state), to: try state(row["to_state"]),
+                at: row["at"], notificationID: row["notification_id"]
+            )
+        }
+        let notifications = try Row.fetchAll(
+            db, sql: "SELECT * FROM notifications WHERE (provider = ? AND account = ? AND order_ref = ?) OR order_id = ? ORDER BY id",
+            arguments: [provider, account, orderRef, order.id]
+        ).map { try notificationRecord($0, includeRaw: includeRaw) }
+        return OrderDetail(order: order, transitions: transitions, notifications: notifications)
+    }
+
+    public static func notifications(_ db: Database, _ filter: NotificationFilter, includeRaw: Bool = false) throws
+        -> [NotificationRecord]
+    {
+        var clauses: [String] = []
+        var arguments: [(any DatabaseValueConvertible)?] = []
+        if let provider = filter.provider { clauses.append("provider = ?"); arguments.append(provider) }
+        if let account = filter.account { clauses.append("account = ?"); arguments.append(account) }
+        if let verdict = filter.verdict { clauses.append("verdict = ?"); arguments.append(verdict.rawValue) }
+        if let since = filter.since { clauses.append("received_at >= ?"); arguments.append(since) }
+        if let before = filter.beforeID { clauses.append("id < ?"); arguments.append(before) }
+        let whereClause = clauses.isEmpty ? "" : "WHERE " + clauses.joined(separator: " AND ")
+        arguments.append(max(0, filter.limit))
+        return try Row.fetchAll(
+            db, sql: "SELECT * FROM notifications \(whereClause) ORDER BY id DESC LIMIT ?",
+            arguments: StatementArguments(arguments.map { $0?.databaseValue ?? .null })
+        ).map { try notificationRecord($0, includeRaw: includeRaw) }
+    }
+
+    /// Order counts by state (metrics, status lines).
+    public static func orderCountsByState(_ db: Database) throws -> [OrderState: Int] {
+        var counts: [OrderState: Int] = [:]
+        for row in try Row.fetchAll(db, sql: "SELECT state, COUNT(*) AS n FROM orders GROUP BY state") {
+            counts[try state(row["state"])] = row["n"]
+        }
+        return counts
+    }
+
+    static func orderRecord(_ row: Row) throws -> OrderRecord {
+        OrderRecord(
+            id: row["id"], provider: row["provider"], account: row["account"], orderRef: row["order_ref"],
+            providerTxnID: row["provider_txn_id"], state: try state(row["state"]),
+            amount: money(row["amount_minor"], row["currency"]), refundedMinor: row["refunded_minor"],
+            expected: money(row["expected_amount_minor"], row["expected_currency"]),
+            flags: (row["flags"] as String).split(separator: ",").map(String.init),
+            createdAt: row["created_at"], updatedAt: row["updated_at"]
+        )
+    }
+
+    static func notificationRecord(_ row: Row, includeRaw: Bool) throws -> NotificationRecord {
+        let verdictText: String = row["verdict"]
+        guard let verdict = Verdict(rawValue: verdictText) else {
+            throw StoreError(message: "notification has an unknown verdict \"\(verdictText)\" in the store")
+        }
+        return NotificationRecord(
+            id: row["id"], provider: row["provider"], account: row["account"], orderRef: row["order_ref"],
+            receivedAt: row["received_at"], verdict: verdict, reason: row["reason"], reasonDetail: row["reason_detail"],
+            kind: row["kind"], providerStatus: row["provider_status"], dedupKey: row["dedup_key"],
+            clientIP: row["client_ip"], providerTxnID: row["provider_txn_id"],
+            amount: money(row["amount_minor"], row["currency"]), detail: row["detail"],
+            body: includeRaw ? (row["body"] as Data?).map { [UInt8]($0) } : nil,
+            headers: includeRaw ? row["headers"] : nil
+        )
+    }
+
+    private static func state(_ text: String) throws -> OrderState {
+        guard let state = OrderState(rawValue: text) else {
+            throw StoreError(message: "unknown order state \"\(text)\" in the store")
+        }
+        return state
+    }
+
+    private static func money(_ minor: Int64?, _ currency: String?) -> Money? {
+        zip(minor, currency).map { Money(minor: $0, currency: $1) }
+    }
+}
+
+/// The store opened read-only by the CLI while the daemon runs.
+public final class ReadOnlyStore: Sendable {
+    private let queue: DatabaseQueue
+
+    public init(path: String) throws(StoreError) {
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw StoreError(message: "no store at \(path) (has ipnd serve run with this config?)")
+        }
+        var configuration = Configuration()
+        configuration.readonly = true
+        configuration.busyMode = .timeout(5)
+        do {
+            queue = try DatabaseQueue(path: path, configuration: configuration)
+        } catch {
+            throw StoreError(error, doing: "open \(path) read-only")
+        }
+    }
+
+    public func read<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
+        do {
+            return try queue.read(body)
+        } catch {
+            throw StoreError(error, doing: "read")
+        }
+    }
+}

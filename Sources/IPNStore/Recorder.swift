@@ -1,0 +1,232 @@
+import Foundation
+import GRDB
+import IPNCore
+
+/// The one write path: dedup, the state machine, the transition and the notification row,
+/// all inside the caller's write transaction.
+enum Recorder {
+    static func record(_ entry: InboxEntry, in db: Database, now: String) throws -> RecordOutcome {
+        switch entry {
+        case .rejected(let request, let rejection):
+            let id = try insertNotification(
+                db, request: request, verdict: .rejected, reason: rejection.reason.rawValue,
+                reasonDetail: rejection.detail, notification: nil, order: nil
+            )
+            return RecordOutcome(notificationID: id, verdict: .rejected, explanation: rejection.description)
+        case .verified(let request, let notification):
+            return try recordVerified(request, notification, in: db, now: now)
+        }
+    }
+
+    private static func recordVerified(
+        _ request: ReceivedRequest,
+        _ notification: VerifiedNotification,
+        in db: Database,
+        now: String
+    ) throws -> RecordOutcome {
+        let scope = Scope(provider: request.provider, account: request.account)
+        if let firstID = try Int64.fetchOne(
+            db.cachedStatement(sql: "SELECT notification_id FROM dedup_keys WHERE provider = ? AND account = ? AND dedup_key = ?"),
+            arguments: [scope.provider, scope.account, notification.dedupKey]
+        ) {
+            let original = try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT order_id, order_ref FROM notifications WHERE id = ?"), arguments: [firstID])
+            let orderID: Int64? = original?["order_id"]
+            let order = try orderID.flatMap { try OrderRow.fetch(db, id: $0) }
+            let id = try insertNotification(
+                db, request: request, verdict: .duplicate, reason: nil,
+                reasonDetail: "same dedup key as notification \(firstID)", notification: notification, order: order,
+                orderRef: original?["order_ref"]
+            )
+            return RecordOutcome(notificationID: id, verdict: .duplicate, orderState: order?.state,
+                                 orderRef: order?.orderRef ?? notification.orderRef)
+        }
+
+        var order: OrderRow?
+        if let orderRef = notification.orderRef {
+            order = try OrderRow.fetch(db, scope: scope, orderRef: orderRef)
+        } else if case .requires(let key) = notification.link {
+            order = try linkedOrder(db, scope: scope, key: key)
+            if order == nil {
+                let id = try insertNotification(
+                    db, request: request, verdict: .unlinked, reason: nil,
+                    reasonDetail: "no payment with id \(key) yet; applied when it arrives",
+                    notification: notification, order: nil, pendingEffect: true
+                )
+                try insertDedupKey(db, scope: scope, key: notification.dedupKey, notificationID: id)
+                return RecordOutcome(notificationID: id, verdict: .unlinked, explanation: "waiting for payment \(key)")
+            }
+        }
+
+        var notificationID: Int64 = 0
+        let outcome = try apply(notification, to: &order, scope: scope, in: db, now: now) { order, decision in
+            notificationID = try insertNotification(
+                db, request: request, verdict: decision.verdict,
+                reason: decision.flag?.rawValue, reasonDetail: decision.explanation,
+                notification: notification, order: order
+            )
+            return notificationID
+        }
+        try insertDedupKey(db, scope: scope, key: notification.dedupKey, notificationID: notificationID)
+
+        if case .registers(let key) = notification.link, let order {
+            let inserted = try registerLink(db, scope: scope, key: key, orderID: order.id)
+            if inserted {
+                try applyWaitingNotifications(db, scope: scope, key: key, order: order, now: now)
+            }
+        }
+        return RecordOutcome(
+            notificationID: notificationID, verdict: outcome.verdict,
+            orderState: try order.map { try OrderRow.fetch(db, id: $0.id)?.state ?? $0.state },
+            orderRef: order?.orderRef ?? notification.orderRef, explanation: outcome.explanation
+        )
+    }
+
+    /// Decides and applies `notification` to `order` (creating it when needed). `store` writes
+    /// the notification row once the order exists and returns its id.
+    private static func apply(
+        _ notification: VerifiedNotification,
+        to order: inout OrderRow?,
+        scope: Scope,
+        in db: Database,
+        now: String,
+        store: (OrderRow?, Decision) throws -> Int64
+    ) throws -> Decision {
+        var refundCounted = false
+        if case .refund(let info) = notification.effect, let refundID = info.refundID, let existing = order {
+            refundCounted = try Bool.fetchOne(
+                db.cachedStatement(sql: "SELECT 1 FROM refunds WHERE order_id = ? AND refund_id = ?"),
+                arguments: [existing.id, refundID]
+            ) ?? false
+        }
+        let decision = OrderStateMachine.decide(
+            order: order?.snapshot, notification: notification, refundAlreadyCounted: refundCounted)
+
+        let previousState = order?.state
+        if let newState = decision.newState {
+            let txnID = (notification.kind == .payment || notification.kind == .capture) ? notification.providerTxnID : nil
+            if var existing = order {
+                existing.state = newState
+                if let amount = decision.orderAmount { existing.amount = amount }
+                if let refunded = decision.refundedMinor { existing.refundedMinor = refunded }
+                if let txnID { existing.providerTxnID = txnID }
+                existing.updatedAt = now
+                try existing.update(db)
+                order = existing
+            } else if let orderRef = notification.orderRef {
+                order = try OrderRow.insert(
+                    db, scope: scope, orderRef: orderRef, state: newState, amount: decision.orderAmount,
+                    refundedMinor: decision.refundedMinor ?? 0, providerTxnID: txnID ?? notification.providerTxnID,
+                    now: now
+                )
+            }
+        }
+        if let flag = decision.flag, var existing = order, !existing.flags.contains(flag.rawValue) {
+            existing.flags.append(flag.rawValue)
+            existing.updatedAt = now
+            try existing.update(db)
+            order = existing
+        }
+        let notificationID = try store(order, decision)
+        if let newState = decision.newState, let order {
+            try db.execute(
+                sql: "INSERT INTO transitions (order_id, from_state, to_state, at, notification_id) VALUES (?, ?, ?, ?, ?)",
+                arguments: [order.id, previousState?.rawValue, newState.rawValue, now, notificationID]
+            )
+            if case .refund(let info) = notification.effect, let refundID = info.refundID {
+                try db.execute(
+                    sql: "INSERT OR IGNORE INTO refunds (order_id, refund_id, amount_minor, notification_id) VALUES (?, ?, ?, ?)",
+                    arguments: [order.id, refundID, info.amount?.minor, notificationID]
+                )
+            }
+        }
+        return decision
+    }
+
+    /// Applies, in arrival order, the captures and refunds that waited for payment `key`.
+    private static func applyWaitingNotifications(
+        _ db: Database, scope: Scope, key: String, order: OrderRow, now: String
+    ) throws {
+        let waiting = try Row.fetchAll(
+            db.cachedStatement(sql: """
+                SELECT id, pending_effect FROM notifications
+                WHERE provider = ? AND account = ? AND link_key = ? AND verdict = 'unlinked' ORDER BY id
+                """),
+            arguments: [scope.provider, scope.account, key]
+        )
+        var current: OrderRow? = order
+        for row in waiting {
+            let id: Int64 = row["id"]
+            guard let json: String = row["pending_effect"] else {
+                throw StoreError(message: "unlinked notification \(id) has no stored effect")
+            }
+            let notification = try JSONDecoder().decode(VerifiedNotification.self, from: Data(json.utf8))
+            _ = try apply(notification, to: &current, scope: scope, in: db, now: now) { order, decision in
+                try db.execute(
+                    sql: """
+                        UPDATE notifications SET verdict = ?, reason = ?, reason_detail = ?, order_id = ?, order_ref = ?,
+                        pending_effect = NULL WHERE id = ?
+                        """,
+                    arguments: [decision.verdict.rawValue, decision.flag?.rawValue,
+                                decision.explanation ?? "linked to payment \(key)", order?.id, order?.orderRef, id]
+                )
+                return id
+            }
+        }
+    }
+
+    private static func linkedOrder(_ db: Database, scope: Scope, key: String) throws -> OrderRow? {
+        guard let orderID = try Int64.fetchOne(
+            db.cachedStatement(sql: "SELECT order_id FROM payment_links WHERE provider = ? AND account = ? AND link_key = ?"),
+            arguments: [scope.provider, scope.account, key]
+        ) else { return nil }
+        return try OrderRow.fetch(db, id: orderID)
+    }
+
+    private static func registerLink(_ db: Database, scope: Scope, key: String, orderID: Int64) throws -> Bool {
+        try db.cachedStatement(sql: "INSERT OR IGNORE INTO payment_links (provider, account, link_key, order_id) VALUES (?, ?, ?, ?)")
+            .execute(arguments: [scope.provider, scope.account, key, orderID])
+        return db.changesCount > 0
+    }
+
+    private static func insertDedupKey(_ db: Database, scope: Scope, key: String, notificationID: Int64) throws {
+        try db.cachedStatement(sql: "INSERT INTO dedup_keys (provider, account, dedup_key, notification_id) VALUES (?, ?, ?, ?)")
+            .execute(arguments: [scope.provider, scope.account, key, notificationID])
+    }
+
+    private static func insertNotification(
+        _ db: Database,
+        request: ReceivedRequest,
+        verdict: Verdict,
+        reason: String?,
+        reasonDetail: String?,
+        notification: VerifiedNotification?,
+        order: OrderRow?,
+        orderRef: String? = nil,
+        pendingEffect: Bool = false
+    ) throws -> Int64 {
+        let detail = notification.flatMap { $0.detail.isEmpty ? nil : JSONText.object($0.detail) }
+        let effect = pendingEffect ? notification.flatMap { try? JSONEncoder().encode($0) }.map { String(decoding: $0, as: UTF8.self) } : nil
+        let statement = try db.cachedStatement(sql: """
+            INSERT INTO notifications (
+                provider, account, received_at, client_ip, method, target, headers, body, verdict, reason,
+                reason_detail, kind, provider_status, dedup_key, order_ref, order_id, provider_txn_id, link_key,
+                amount_minor, currency, detail, pending_effect
+            ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """)
+        try statement.execute(arguments: [
+            request.provider, request.account, request.receivedAt, request.clientIP, request.method, request.target,
+            request.headers, Data(request.body), verdict.rawValue, reason, reasonDetail,
+            notification?.kind.rawValue, notification?.providerStatus, notification?.dedupKey,
+            order?.orderRef ?? orderRef ?? notification?.orderRef, order?.id, notification?.providerTxnID,
+            notification?.link?.key, notification?.amount?.minor, notification?.amount?.currency, detail, effect,
+        ])
+        return db.lastInsertedRowID
+    }
+}
+
+/// Orders, notifications and dedup keys are scoped by provider and account.
+struct Scope {
+    let provider: String
+    let account: String
+}

@@ -1,0 +1,100 @@
+import GRDB
+
+/// The store's tables, created and evolved by `DatabaseMigrator`.
+enum Schema {
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1: notifications, orders, transitions, dedup keys, links, refunds") { db in
+            try db.execute(sql: """
+                CREATE TABLE orders (
+                    id INTEGER PRIMARY KEY,
+                    provider TEXT NOT NULL,
+                    account TEXT NOT NULL,
+                    order_ref TEXT NOT NULL,
+                    provider_txn_id TEXT,
+                    state TEXT NOT NULL,
+                    amount_minor INTEGER,
+                    currency TEXT,
+                    refunded_minor INTEGER NOT NULL DEFAULT 0,
+                    expected_amount_minor INTEGER,
+                    expected_currency TEXT,
+                    flags TEXT NOT NULL DEFAULT '',
+                    created_at TEXT NOT NULL,
+                    updated_at TEXT NOT NULL,
+                    UNIQUE (provider, account, order_ref)
+                );
+                CREATE INDEX orders_by_state ON orders(state, id);
+
+                CREATE TABLE notifications (
+                    id INTEGER PRIMARY KEY,
+                    provider TEXT NOT NULL,
+                    account TEXT NOT NULL,
+                    received_at TEXT NOT NULL,
+                    client_ip TEXT,
+                    method TEXT NOT NULL,
+                    target TEXT NOT NULL,
+                    headers TEXT NOT NULL,
+                    body BLOB NOT NULL,
+                    verdict TEXT NOT NULL,
+                    reason TEXT,
+                    reason_detail TEXT,
+                    kind TEXT,
+                    provider_status TEXT,
+                    dedup_key TEXT,
+                    order_ref TEXT,
+                    order_id INTEGER REFERENCES orders(id),
+                    provider_txn_id TEXT,
+                    link_key TEXT,
+                    amount_minor INTEGER,
+                    currency TEXT,
+                    detail TEXT,
+                    pending_effect TEXT
+                );
+                CREATE INDEX notifications_by_order ON notifications(provider, account, order_ref);
+                CREATE INDEX notifications_by_verdict ON notifications(verdict, id);
+                CREATE INDEX notifications_unlinked ON notifications(provider, account, link_key)
+                    WHERE verdict = 'unlinked';
+
+                CREATE TABLE transitions (
+                    id INTEGER PRIMARY KEY,
+                    order_id INTEGER NOT NULL REFERENCES orders(id),
+                    from_state TEXT,
+                    to_state TEXT NOT NULL,
+                    at TEXT NOT NULL,
+                    notification_id INTEGER REFERENCES notifications(id)
+                );
+                CREATE INDEX transitions_by_order ON transitions(order_id);
+
+                CREATE TABLE dedup_keys (
+                    provider TEXT NOT NULL,
+                    account TEXT NOT NULL,
+                    dedup_key TEXT NOT NULL,
+                    notification_id INTEGER NOT NULL REFERENCES notifications(id),
+                    PRIMARY KEY (provider, account, dedup_key)
+                ) WITHOUT ROWID;
+
+                CREATE TABLE payment_links (
+                    provider TEXT NOT NULL,
+                    account TEXT NOT NULL,
+                    link_key TEXT NOT NULL,
+                    order_id INTEGER NOT NULL REFERENCES orders(id),
+                    PRIMARY KEY (provider, account, link_key)
+                ) WITHOUT ROWID;
+
+                CREATE TABLE refunds (
+                    order_id INTEGER NOT NULL REFERENCES orders(id),
+                    refund_id TEXT NOT NULL,
+                    amount_minor INTEGER,
+                    notification_id INTEGER NOT NULL REFERENCES notifications(id),
+                    PRIMARY KEY (order_id, refund_id)
+                ) WITHOUT ROWID;
+
+                CREATE TABLE heartbeat (
+                    id INTEGER PRIMARY KEY CHECK (id = 1),
+                    at TEXT NOT NULL
+                );
+                """)
+        }
+        return migrator
+    }
+}

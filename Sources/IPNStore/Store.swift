@@ -1,0 +1,88 @@
+import GRDB
+import IPNCore
+
+/// The SQLite file: WAL, `synchronous=FULL`, one writer (the `Inbox`), concurrent readers.
+public final class Store: Sendable {
+    /// Where the file is.
+    public let path: String
+    let pool: DatabasePool
+
+    /// Opens (creating if needed) and migrates the store for the daemon.
+    public init(path: String) throws(StoreError) {
+        self.path = path
+        var configuration = Configuration()
+        configuration.label = "ipnd"
+        configuration.busyMode = .timeout(5)
+        configuration.maximumReaderCount = 4
+        configuration.prepareDatabase { db in
+            // Every commit is on disk before it returns: an acknowledgement is never sent for
+            // a notification a power loss could take back.
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+            try db.execute(sql: "PRAGMA journal_size_limit = 67108864")
+        }
+        do {
+            pool = try DatabasePool(path: path, configuration: configuration)
+            try Schema.migrator.migrate(pool)
+        } catch {
+            throw StoreError(error, doing: "open \(path)")
+        }
+    }
+
+    /// Runs `body` against a consistent read snapshot (the ops API, readiness checks).
+    public func read<T: Sendable>(_ body: @Sendable (Database) throws -> T) async throws(StoreError) -> T {
+        do {
+            return try await pool.read(body)
+        } catch {
+            throw StoreError(error, doing: "read")
+        }
+    }
+
+    /// Writes a consistent copy of the store to `destination` with SQLite's online backup API,
+    /// while the daemon keeps writing.
+    public func backup(to destination: String) throws(StoreError) {
+        do {
+            let copy = try DatabaseQueue(path: destination)
+            try pool.backup(to: copy)
+            try copy.close()
+        } catch {
+            throw StoreError(error, doing: "back up to \(destination)")
+        }
+    }
+
+    /// Checkpoints the WAL into the main file and closes all connections.
+    public func close() throws(StoreError) {
+        do {
+            try pool.writeWithoutTransaction { db in
+                _ = try db.checkpoint(.truncate)
+            }
+            try pool.close()
+        } catch {
+            throw StoreError(error, doing: "close")
+        }
+    }
+}
+
+/// The store could not do what was asked; the daemon answers 503 and the CLI exits 3.
+public struct StoreError: Error, Sendable, CustomStringConvertible {
+    public let message: String
+    /// The SQLite result code, when SQLite reported the failure.
+    public let sqliteCode: Int32?
+
+    public init(message: String, sqliteCode: Int32? = nil) {
+        self.message = message
+        self.sqliteCode = sqliteCode
+    }
+
+    init(_ error: any Error, doing action: String) {
+        if let error = error as? StoreError {
+            self = error
+        } else if let error = error as? DatabaseError {
+            self.init(message: "cannot \(action): \(error.message ?? "\(error.resultCode)") (\(error.resultCode))",
+                      sqliteCode: error.extendedResultCode.rawValue)
+        } else {
+            self.init(message: "cannot \(action): \(error)")
+        }
+    }
+
+    public var description: String { message }
+}
