@@ -1,0 +1,106 @@
+import IPNCore
+import Testing
+
+@Suite("Strict JSON parser")
+struct JSONParserTests {
+    private func parse(_ text: String) throws -> JSONValue { try JSONParser.parse(Array(text.utf8)) }
+
+    @Test("numbers, booleans and containers keep their exact source text")
+    func sourceText() throws {
+        let object = try #require(try parse(#"{"a":30.00,"b":6.03,"c":{"x": [1, 2.50]},"d":true,"e":null,"f":"s\u00e9"}"#).object)
+        #expect(object["a"] == .number("30.00"))
+        #expect(object["b"]?.signingText == "6.03")
+        #expect(object["c"]?.signingText == #"{"x": [1, 2.50]}"#)
+        #expect(object["d"]?.signingText == "true")
+        #expect(object["e"]?.signingText == "")
+        #expect(object["f"]?.signingText == "sé")
+        #expect(object.members.map(\.key) == ["a", "b", "c", "d", "e", "f"])
+    }
+
+    @Test("escapes decode, surrogate pairs join")
+    func escapes() throws {
+        #expect(try parse(#""a\"b\\c\/d\n\t\u0041\ud83d\ude00""#) == .string("a\"b\\c/d\n\tA😀"))
+    }
+
+    @Test("refuses what is not strict JSON", arguments: [
+        "", "{", "{\"a\":1", "{\"a\":1}x", "{'a':1}", "{\"a\":01}", "{\"a\":1.}", "{\"a\":.5}", "{\"a\":-}",
+        "{\"a\":1e}", "{\"a\":0x10}", "{\"a\":NaN}", "{\"a\":tru}", "{\"a\":1,}", "[1,]", "{\"a\" 1}",
+        "{\"a\":\"\u{01}\"}", "{\"a\":\"\\x\"}", "{\"a\":\"\\ud800\"}", "{\"a\":\"\\udc00x\"}", "{\"a\":\"\\u12\"}",
+        "{\"a\":1,\"a\":2}", "\u{FEFF}{}", "{\"a\":1}\u{0}",
+    ])
+    func refuses(text: String) {
+        #expect(throws: JSONError.self) { try JSONParser.parse(Array(text.utf8)) }
+    }
+
+    @Test("invalid UTF-8 inside strings is refused")
+    func invalidUTF8() {
+        let bytes: [UInt8] = Array(#"{"a":""#.utf8) + [0xC3, 0x28] + Array(#""}"#.utf8)
+        #expect(throws: JSONError.self) { try JSONParser.parse(bytes) }
+        let overlong: [UInt8] = Array(#"{"a":""#.utf8) + [0xC0, 0xAF] + Array(#""}"#.utf8)
+        #expect(throws: JSONError.self) { try JSONParser.parse(overlong) }
+    }
+
+    @Test("nesting is bounded: 100,000 levels deep is refused without crashing")
+    func deepNesting() {
+        let deep = Array(repeating: UInt8(ascii: "["), count: 100_000) + Array(repeating: UInt8(ascii: "]"), count: 100_000)
+        #expect(throws: JSONError.self) { try JSONParser.parse(deep) }
+        let objects = Array(String(repeating: "{\"a\":", count: 100_000).utf8)
+        #expect(throws: JSONError.self) { try JSONParser.parse(objects) }
+        let ok = Array(repeating: UInt8(ascii: "["), count: 64) + Array(repeating: UInt8(ascii: "]"), count: 64)
+        #expect(throws: Never.self) { try JSONParser.parse(ok) }
+    }
+
+    @Test("exotic but valid numbers parse as text")
+    func numbersAsText() throws {
+        let object = try #require(try parse(#"{"a":1e400,"b":-0.0,"c":6.03e2,"d":-1}"#).object)
+        #expect(object["a"] == .number("1e400"))
+        #expect(object["b"] == .number("-0.0"))
+        #expect(object["c"] == .number("6.03e2"))
+        #expect(object["d"] == .number("-1"))
+    }
+}
+
+@Suite("Form bodies")
+struct FormBodyTests {
+    @Test("decodes percent-escapes in either case and + as space")
+    func decodes() throws {
+        let form = try FormBody.parse(Array("a=1%2B1&b=x+y&c=%e2%82%AC&d=&e".utf8))
+        #expect(form["a"] == "1+1")
+        #expect(form["b"] == "x y")
+        #expect(form["c"] == "€")
+        #expect(form["d"] == "")
+        #expect(form["e"] == "")
+        #expect(form["A"] == nil)
+    }
+
+    @Test("case-insensitive names when asked")
+    func caseInsensitive() throws {
+        let form = try FormBody.parse(Array("merchantcode=M1&REFNO=R".utf8), caseInsensitiveNames: true)
+        #expect(form["MerchantCode"] == "M1")
+        #expect(form["RefNo"] == "R")
+    }
+
+    @Test("refuses malformed escapes, invalid UTF-8 and repeated names", arguments: [
+        "a=%", "a=%4", "a=%zz", "a=%C3%28", "a=1&a=2", "=1",
+    ])
+    func refuses(text: String) {
+        #expect(throws: FormError.self) { try FormBody.parse(Array(text.utf8)) }
+    }
+
+    @Test("repeated names differing only in case are refused when names are case-insensitive")
+    func repeatedCaseInsensitive() {
+        #expect(throws: FormError.self) { try FormBody.parse(Array("Amount=1&amount=2".utf8), caseInsensitiveNames: true) }
+        #expect(throws: Never.self) { try FormBody.parse(Array("Amount=1&amount=2".utf8)) }
+    }
+
+    @Test("encode then parse round-trips random fields")
+    func roundTrip() throws {
+        var rng = SplitMix64(seed: 7)
+        for _ in 0..<300 {
+            let fields = (0..<Int(1 + rng.next() % 6)).map { index in ("k\(index)", rng.printable(length: Int(rng.next() % 20))) }
+            let parsed = try FormBody.parse(FormBody.encode(fields))
+            #expect(parsed.fields.map(\.name) == fields.map(\.0))
+            #expect(parsed.fields.map(\.value) == fields.map(\.1))
+        }
+    }
+}
