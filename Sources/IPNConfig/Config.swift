@@ -27,6 +27,8 @@ public struct ServerSettings: Sendable, Equatable {
     public var idleTimeoutSeconds = 60
     /// Peers whose `X-Forwarded-For` is believed for client IPs.
     public var trustedProxies: [IPNetwork] = []
+
+    public init() {}
 }
 
 public struct StoreSettings: Sendable, Equatable {
@@ -34,6 +36,8 @@ public struct StoreSettings: Sendable, Equatable {
     public var path = "/var/lib/ipnd/ipnd.sqlite"
     /// The most notifications one commit carries (1: one transaction per notification).
     public var maxBatch = 256
+
+    public init() {}
 }
 
 /// The ops listener (never exposed publicly).
@@ -42,6 +46,8 @@ public struct OpsSettings: Sendable, Equatable {
     public var port = 8081
     /// SHA-256 digests of the accepted bearer tokens.
     public var tokenDigests: [[UInt8]] = []
+
+    public init() {}
 }
 
 /// One configured provider account, its provider built from its resolved secrets.

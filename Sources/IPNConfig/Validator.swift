@@ -189,11 +189,11 @@ struct Validator {
         if isSecret, let mode = FileAccess.mode(of: path), FileAccess.readableByOthers(mode: mode) {
             throw ConfigError(key: key, "\(path) holds a secret but is readable by group or others (mode \(FileAccess.octal(mode))); run chmod 600 on it")
         }
-        if text.hasSuffix("\r\n") {
-            text.removeLast(2)
-        } else if text.hasSuffix("\n") {
-            text.removeLast()
-        }
+        // Bytes, not Characters: "\r\n" is a single Character in Swift.
+        var bytes = Array(text.utf8)
+        if bytes.last == UInt8(ascii: "\n") { bytes.removeLast() }
+        if bytes.last == UInt8(ascii: "\r") { bytes.removeLast() }
+        text = String(decoding: bytes, as: UTF8.self)
         return text
     }
 

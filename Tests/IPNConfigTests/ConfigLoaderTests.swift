@@ -1,0 +1,280 @@
+import Foundation
+import IPNConfig
+import IPNCore
+import Testing
+
+/// A temporary directory holding a config file and its secret files.
+struct ConfigDirectory {
+    let url: URL
+
+    init() throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("ipnd-config-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    @discardableResult
+    func write(_ name: String, _ text: String, mode: Int = 0o600) throws -> String {
+        let path = url.appendingPathComponent(name).path
+        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: path)
+        return path
+    }
+
+    func load(_ yaml: String, mode: Int = 0o600, environment: [String: String] = [:]) throws(ConfigError) -> IPNDConfig {
+        let path: String
+        do {
+            path = try write("ipnd.yaml", yaml, mode: mode)
+        } catch {
+            fatalError("cannot write test config: \(error)")
+        }
+        return try ConfigLoader.load(path: path, environment: environment)
+    }
+
+    /// The error loading `yaml` gives, or nil when it loads.
+    func error(_ yaml: String, mode: Int = 0o600, environment: [String: String] = [:]) -> ConfigError? {
+        do {
+            _ = try load(yaml, mode: mode, environment: environment)
+            return nil
+        } catch {
+            return error
+        }
+    }
+}
+
+let minimalProviders = """
+    providers:
+      unlimint:
+        - account: default
+          callback_secret: pzQf529Wa0AV
+    """
+
+@Suite("Config loading and validation")
+struct ConfigLoaderTests {
+    @Test("defaults apply and relative store paths resolve against the config directory")
+    func defaults() throws {
+        let dir = try ConfigDirectory()
+        let config = try dir.load("store:\n  path: data/ipnd.sqlite\n" + minimalProviders)
+        #expect(config.server == ServerSettings())
+        #expect(config.server.port == 8080)
+        #expect(config.server.maxBodyBytes == 65536)
+        #expect(config.ops.port == 8081)
+        #expect(config.store.path == dir.url.appendingPathComponent("data/ipnd.sqlite").path)
+        #expect(config.accounts.count == 1)
+        #expect(config.account(provider: "unlimint", name: "default") != nil)
+    }
+
+    @Test("every section of product.md section 2 is read")
+    func fullConfig() throws {
+        let dir = try ConfigDirectory()
+        let token = Hex.encode(Crypto.digest(.sha256, Array("ops-token".utf8)))
+        let config = try dir.load("""
+            server:
+              host: 0.0.0.0
+              port: 9090
+              max_body_bytes: 1024
+              request_timeout_seconds: 5
+              idle_timeout_seconds: 30
+              trusted_proxies: [10.0.0.0/8, "::1"]
+            store:
+              path: /tmp/x.sqlite
+              max_batch: 1
+            ops:
+              host: 127.0.0.1
+              port: 9091
+              tokens_sha256: [\(token)]
+            providers:
+              unlimint:
+                - account: default
+                  callback_secret: [old, new]
+                  allow_ips: [203.0.113.0/24]
+                - account: shop2
+                  callback_secret: other
+            """)
+        #expect(config.server.host == "0.0.0.0")
+        #expect(config.server.port == 9090)
+        #expect(config.server.maxBodyBytes == 1024)
+        #expect(config.server.requestTimeoutSeconds == 5)
+        #expect(config.server.idleTimeoutSeconds == 30)
+        #expect(config.server.trustedProxies.map(\.description) == ["10.0.0.0/8", "::1/128"])
+        #expect(config.store.path == "/tmp/x.sqlite")
+        #expect(config.store.maxBatch == 1)
+        #expect(config.ops.port == 9091)
+        #expect(config.ops.tokenDigests == [Crypto.digest(.sha256, Array("ops-token".utf8))])
+        let account = try #require(config.account(provider: "unlimint", name: "default"))
+        #expect(account.allowIPs?.map(\.description) == ["203.0.113.0/24"])
+        #expect(config.account(provider: "unlimint", name: "shop2") != nil)
+        #expect(account.provider.summary.first?.value == "2 secret(s), redacted")
+    }
+
+    @Test("a missing secret fails naming the key")
+    func missingSecret() throws {
+        let error = try ConfigDirectory().error("""
+            providers:
+              unlimint:
+                - account: default
+            """)
+        #expect(error?.key == "providers.unlimint[0].callback_secret")
+        #expect(error?.message.contains("required") == true)
+    }
+
+    @Test("unknown keys fail naming the key", arguments: [
+        ("server:\n  prot: 8080\n", "server.prot"),
+        ("colour: blue\n", "colour"),
+        ("ops:\n  token: x\n", "ops.token"),
+        ("store:\n  file: x\n", "store.file"),
+    ])
+    func unknownKey(yaml: String, key: String) throws {
+        let error = try ConfigDirectory().error(yaml + minimalProviders)
+        #expect(error?.key == key)
+        #expect(error?.message.contains("unknown key") == true)
+    }
+
+    @Test("an unknown key inside a provider account names it")
+    func unknownAccountKey() throws {
+        let error = try ConfigDirectory().error("""
+            providers:
+              unlimint:
+                - account: default
+                  callback_secret: x
+                  callback_secrets: y
+            """)
+        #expect(error?.key == "providers.unlimint[0].callback_secrets")
+    }
+
+    @Test("bad ports fail naming the key", arguments: ["70000", "-1", "abc", "80.5", "[1]"])
+    func badPort(value: String) throws {
+        let error = try ConfigDirectory().error("server:\n  port: \(value)\n" + minimalProviders)
+        #expect(error?.key == "server.port")
+        #expect(error?.message.contains("TCP port") == true)
+    }
+
+    @Test("other malformed values name their key", arguments: [
+        ("server:\n  max_body_bytes: 0\n", "server.max_body_bytes"),
+        ("server:\n  trusted_proxies: [10.0.0.0/33]\n", "server.trusted_proxies[0]"),
+        ("ops:\n  tokens_sha256: [abc]\n", "ops.tokens_sha256[0]"),
+        ("ops:\n  port: 8080\n", "ops.port"),
+        ("server: 3\n", "server"),
+    ])
+    func malformed(yaml: String, key: String) throws {
+        #expect(try ConfigDirectory().error(yaml + minimalProviders)?.key == key)
+    }
+
+    @Test("unknown providers, empty provider lists and duplicate accounts are refused")
+    func providerShape() throws {
+        let dir = try ConfigDirectory()
+        #expect(dir.error("providers:\n  paypal:\n    - account: default\n")?.key == "providers.paypal")
+        #expect(dir.error("providers:\n  unlimint: []\n")?.key == "providers.unlimint")
+        #expect(dir.error("server:\n  port: 1\n")?.key == "providers")
+        #expect(dir.error("""
+            providers:
+              unlimint:
+                - account: a
+                  callback_secret: x
+                - account: a
+                  callback_secret: y
+            """)?.key == "providers.unlimint[1].account")
+        #expect(dir.error("providers:\n  unlimint:\n    - account: a/b\n      callback_secret: x\n")?.key == "providers.unlimint[0].account")
+    }
+
+    @Test("secrets from files: relative to CREDENTIALS_DIRECTORY when set, trailing newline dropped, lists rotate")
+    func secretFiles() throws {
+        let dir = try ConfigDirectory()
+        try dir.write("creds/unlimint", "from-credentials\n")
+        try dir.write("creds/unlimint-old", "older\r\n")
+        try dir.write("local-secret", "from-config-dir\n")
+        let yaml = """
+            providers:
+              unlimint:
+                - account: default
+                  callback_secret_file: [unlimint, unlimint-old]
+            """
+        let config = try dir.load(yaml, environment: ["CREDENTIALS_DIRECTORY": dir.url.appendingPathComponent("creds").path])
+        let provider = try #require(config.accounts.first?.provider as? Unlimint)
+        let body = Array("{}".utf8)
+        for secret in ["from-credentials", "older"] {
+            let request = RawRequest(target: "/", headers: [("Signature", Unlimint.signature(body: body, secret: secret))], body: body)
+            do {
+                _ = try provider.verify(request)
+            } catch {
+                #expect(error.reason != .badSignature, "secret \(secret) did not verify")
+            }
+        }
+        let local = try dir.load("""
+            providers:
+              unlimint:
+                - account: default
+                  callback_secret_file: local-secret
+            """)
+        #expect(local.accounts.count == 1)
+        #expect(dir.error(yaml)?.key == "providers.unlimint[0].callback_secret_file[0]")
+    }
+
+    @Test("a secret both inline and from a file, an empty secret, or an unreadable file is refused")
+    func secretMistakes() throws {
+        let dir = try ConfigDirectory()
+        try dir.write("s", "x")
+        #expect(dir.error("providers:\n  unlimint:\n    - callback_secret: a\n      callback_secret_file: s\n")?.key
+            == "providers.unlimint[0].callback_secret")
+        #expect(dir.error("providers:\n  unlimint:\n    - callback_secret: \"\"\n")?.key == "providers.unlimint[0].callback_secret")
+        #expect(dir.error("providers:\n  unlimint:\n    - callback_secret: [a, \"\"]\n")?.key == "providers.unlimint[0].callback_secret[1]")
+        let missing = dir.error("providers:\n  unlimint:\n    - callback_secret_file: nope\n")
+        #expect(missing?.key == "providers.unlimint[0].callback_secret_file")
+        #expect(missing?.message.contains("No such file") == true)
+    }
+
+    @Test("secrets in files or configs readable by group or others stop startup")
+    func permissions() throws {
+        let dir = try ConfigDirectory()
+        let worldReadable = dir.error(minimalProviders, mode: 0o644)
+        #expect(worldReadable?.key == "providers.unlimint[0].callback_secret")
+        #expect(worldReadable?.message.contains("0644") == true)
+        #expect(dir.error(minimalProviders, mode: 0o640)?.key == "providers.unlimint[0].callback_secret")
+        #expect(dir.error(minimalProviders, mode: 0o600) == nil)
+        // A config without inline secrets may be world-readable; its secret files may not.
+        try dir.write("secret", "x\n", mode: 0o644)
+        let fileYAML = "providers:\n  unlimint:\n    - callback_secret_file: secret\n"
+        #expect(dir.error(fileYAML, mode: 0o644)?.key == "providers.unlimint[0].callback_secret_file")
+        try dir.write("secret", "x\n", mode: 0o400)
+        #expect(dir.error(fileYAML, mode: 0o644) == nil)
+    }
+
+    @Test("IPND_ variables override scalar keys; unknown ones are errors")
+    func environmentOverrides() throws {
+        let dir = try ConfigDirectory()
+        let config = try dir.load(minimalProviders, environment: [
+            "IPND_SERVER_PORT": "9000", "IPND_STORE_PATH": "other.sqlite", "IPND_SERVER_TRUSTED_PROXIES": "10.0.0.1, 10.0.0.2",
+            "IPND_CONFIG": "ignored", "IPND_LOG_LEVEL": "debug",
+        ])
+        #expect(config.server.port == 9000)
+        #expect(config.store.path == dir.url.appendingPathComponent("other.sqlite").path)
+        #expect(config.server.trustedProxies.count == 2)
+        let bad = dir.error(minimalProviders, environment: ["IPND_SERVER_PORT": "http"])
+        #expect(bad?.key == "server.port")
+        let typo = dir.error(minimalProviders, environment: ["IPND_SERVER_PROT": "9000"])
+        #expect(typo?.key == "IPND_SERVER_PROT")
+    }
+
+    @Test("errors never contain secrets")
+    func noSecretsInErrors() throws {
+        let dir = try ConfigDirectory()
+        let error = dir.error("""
+            providers:
+              unlimint:
+                - account: default
+                  callback_secret: sup3r-s3cret-value
+                  colour: red
+            """, mode: 0o644)
+        #expect(error != nil)
+        #expect(error?.description.contains("sup3r-s3cret-value") == false)
+    }
+
+    @Test("unreadable files and invalid YAML are reported plainly")
+    func fileProblems() throws {
+        #expect(throws: ConfigError.self) { try ConfigLoader.load(path: "/nonexistent/ipnd.yaml", environment: [:]) }
+        let error = try ConfigDirectory().error("server: [unclosed\n")
+        #expect(error?.key == nil)
+        #expect(error?.message.contains("not valid YAML") == true)
+        #expect(try ConfigDirectory().error("server:\n  port: 1\n  port: 2\n" + minimalProviders) != nil)
+    }
+}
