@@ -1,0 +1,241 @@
+import Foundation
+import GRDB
+import IPNCore
+@testable import IPNStore
+import Testing
+
+/// A store in a fresh temporary file.
+struct TemporaryStore {
+    let path: String
+    let store: Store
+    let inbox: Inbox
+
+    init(maxBatch: Int) throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ipnd-store-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        path = directory.appendingPathComponent("ipnd.sqlite").path
+        store = try Store(path: path)
+        inbox = Inbox(store: store, maxBatch: maxBatch)
+    }
+
+    func order(_ ref: String, provider: String = "test") async throws -> OrderDetail? {
+        try await store.read { db in try Queries.order(db, provider: provider, account: "default", orderRef: ref) }
+    }
+
+    func count(_ sql: String) async throws -> Int {
+        try await store.read { db in try Int.fetchOne(db, sql: sql) ?? -1 }
+    }
+}
+
+func request(provider: String = "test", body: String = "{}") -> ReceivedRequest {
+    ReceivedRequest(provider: provider, account: "default", receivedAt: "2026-11-21T00:00:00.000Z", clientIP: "127.0.0.1",
+                    method: "POST", target: "/ipn/\(provider)", headers: "[]", body: Array(body.utf8))
+}
+
+func notification(
+    _ key: String, _ effect: NotificationEffect, order: String? = "O1", kind: NotificationKind = .payment,
+    amount: Money? = Money(minor: 500, currency: "USD"), link: PaymentLink? = nil
+) -> VerifiedNotification {
+    VerifiedNotification(kind: kind, orderRef: order, providerTxnID: "T-\(key)", dedupKey: key, providerStatus: key,
+                         effect: effect, amount: amount, link: link)
+}
+
+/// Both write paths: one transaction per notification, and group commit.
+let commitPaths = [1, 256]
+
+@Suite("The one write path, on both commit paths")
+struct InboxTests {
+    @Test("ten concurrent deliveries of one notification: one applied, nine duplicates, one transition", arguments: commitPaths)
+    func concurrentDuplicates(maxBatch: Int) async throws {
+        let store = try TemporaryStore(maxBatch: maxBatch)
+        let paid = notification("pay-1", .transition(.paid))
+        let verdicts = try await withThrowingTaskGroup(of: Verdict.self) { group in
+            for _ in 0..<10 {
+                group.addTask { try await store.inbox.record(.verified(request(), paid)).verdict }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(verdicts.filter { $0 == .applied }.count == 1)
+        #expect(verdicts.filter { $0 == .duplicate }.count == 9)
+        #expect(try await store.count("SELECT COUNT(*) FROM transitions") == 1)
+        #expect(try await store.count("SELECT COUNT(*) FROM notifications") == 10)
+        #expect(try await store.order("O1")?.order.state == .paid)
+    }
+
+    @Test("many orders delivered concurrently with duplicates: exactly one applied per dedup key", arguments: commitPaths)
+    func manyConcurrent(maxBatch: Int) async throws {
+        let store = try TemporaryStore(maxBatch: maxBatch)
+        let outcomes = try await withThrowingTaskGroup(of: (String, Verdict).self) { group in
+            for index in 0..<200 {
+                for _ in 0..<3 {
+                    group.addTask {
+                        let note = notification("k\(index)", .transition(.paid), order: "order-\(index)")
+                        return ("k\(index)", try await store.inbox.record(.verified(request(), note)).verdict)
+                    }
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        let applied = Dictionary(grouping: outcomes.filter { $0.1 == .applied }, by: \.0)
+        #expect(applied.count == 200)
+        #expect(applied.values.allSatisfy { $0.count == 1 })
+        #expect(outcomes.filter { $0.1 == .duplicate }.count == 400)
+        #expect(try await store.count("SELECT COUNT(*) FROM orders WHERE state = 'paid'") == 200)
+        #expect(try await store.count("SELECT COUNT(*) FROM transitions") == 200)
+    }
+
+    @Test("a lifecycle in every order ends in the same state; a late pending is stale", arguments: commitPaths)
+    func everyOrder(maxBatch: Int) async throws {
+        let lifecycle = [
+            notification("pending", .transition(.pending)),
+            notification("authorized", .transition(.authorized)),
+            notification("paid", .transition(.paid)),
+            notification("refunded", .refund(RefundInfo(refundID: "R1", amount: Money(minor: 500, currency: "USD"), fullyRefunded: true)),
+                         kind: .refund),
+        ]
+        for permutation in permutations(of: lifecycle) {
+            let store = try TemporaryStore(maxBatch: maxBatch)
+            for note in permutation { _ = try await store.inbox.record(.verified(request(), note)) }
+            let detail = try #require(try await store.order("O1"))
+            #expect(detail.order.state == .refunded, "\(permutation.map(\.dedupKey))")
+            #expect(detail.order.refundedMinor == 500)
+            // Replaying everything changes nothing.
+            for note in permutation {
+                #expect(try await store.inbox.record(.verified(request(), note)).verdict == .duplicate)
+            }
+            #expect(try await store.order("O1")?.order.state == .refunded)
+        }
+        let store = try TemporaryStore(maxBatch: maxBatch)
+        #expect(try await store.inbox.record(.verified(request(), notification("paid", .transition(.paid)))).verdict == .applied)
+        let late = try await store.inbox.record(.verified(request(), notification("pending", .transition(.pending))))
+        #expect(late.verdict == .stale)
+        #expect(late.orderState == .paid)
+        let detail = try #require(try await store.order("O1"))
+        #expect(detail.transitions.map(\.to) == [.paid])
+        #expect(detail.transitions.first?.from == nil)
+        #expect(detail.notifications.map(\.verdict) == [.applied, .stale])
+    }
+
+    @Test("transitions record from, to and the notification that caused them", arguments: commitPaths)
+    func transitions(maxBatch: Int) async throws {
+        let store = try TemporaryStore(maxBatch: maxBatch)
+        let first = try await store.inbox.record(.verified(request(), notification("a", .transition(.pending))))
+        let second = try await store.inbox.record(.verified(request(), notification("b", .transition(.paid))))
+        let detail = try #require(try await store.order("O1"))
+        #expect(detail.transitions.map(\.from) == [nil, .pending])
+        #expect(detail.transitions.map(\.to) == [.pending, .paid])
+        #expect(detail.transitions.map(\.notificationID) == [first.notificationID, second.notificationID])
+        #expect(detail.order.amount == Money(minor: 500, currency: "USD"))
+        #expect(detail.order.providerTxnID == "T-b")
+    }
+
+    @Test("a refund or capture before its payment is unlinked, then linked and applied when the payment arrives",
+          arguments: commitPaths)
+    func unlinked(maxBatch: Int) async throws {
+        let store = try TemporaryStore(maxBatch: maxBatch)
+        let refund = notification("refund", .refund(RefundInfo(refundID: "R1", amount: Money(minor: 4200, currency: "SGD"))),
+                                  order: nil, kind: .refund, amount: Money(minor: 4200, currency: "SGD"), link: .requires("P1"))
+        let waiting = try await store.inbox.record(.verified(request(), refund))
+        #expect(waiting.verdict == .unlinked)
+        #expect(try await store.inbox.record(.verified(request(), refund)).verdict == .duplicate)
+        let payment = notification("payment", .transition(.paid), order: "PAY-1", amount: Money(minor: 4200, currency: "SGD"),
+                                   link: .registers("P1"))
+        #expect(try await store.inbox.record(.verified(request(), payment)).verdict == .applied)
+        let detail = try #require(try await store.order("PAY-1"))
+        #expect(detail.order.state == .refunded)
+        #expect(detail.order.refundedMinor == 4200)
+        #expect(detail.transitions.map(\.to) == [.paid, .refunded])
+        let linked = try #require(detail.notifications.first { $0.id == waiting.notificationID })
+        #expect(linked.verdict == .applied)
+        #expect(linked.orderRef == "PAY-1")
+        // A later capture for the same payment links at once.
+        let capture = notification("capture", .transition(.paid), order: nil, kind: .capture, link: .requires("P1"))
+        let captured = try await store.inbox.record(.verified(request(), capture))
+        #expect(captured.verdict == .stale)
+        #expect(captured.orderRef == "PAY-1")
+        #expect(try await store.count("SELECT COUNT(*) FROM notifications WHERE verdict = 'unlinked'") == 0)
+    }
+
+    @Test("a capture waiting for a pending payment is applied when it links", arguments: commitPaths)
+    func captureAfterPending(maxBatch: Int) async throws {
+        let store = try TemporaryStore(maxBatch: maxBatch)
+        let capture = notification("capture", .transition(.paid), order: nil, kind: .capture, link: .requires("P2"))
+        #expect(try await store.inbox.record(.verified(request(), capture)).verdict == .unlinked)
+        let pending = notification("pending", .transition(.pending), order: "PAY-2", link: .registers("P2"))
+        let outcome = try await store.inbox.record(.verified(request(), pending))
+        #expect(outcome.verdict == .applied)
+        #expect(outcome.orderState == .paid)
+        let detail = try #require(try await store.order("PAY-2"))
+        #expect(detail.notifications.map(\.verdict) == [.applied, .applied])
+    }
+
+    @Test("expectations: another amount is a mismatch that flags the order and does not transition", arguments: commitPaths)
+    func expectations(maxBatch: Int) async throws {
+        let store = try TemporaryStore(maxBatch: maxBatch)
+        let state = try await store.inbox.setExpectation(provider: "test", account: "default", orderRef: "O1",
+                                                          amount: Money(minor: 1234, currency: "USD"))
+        #expect(state == .expected)
+        let wrong = notification("wrong", .transition(.paid), amount: Money(minor: 1200, currency: "USD"))
+        #expect(try await store.inbox.record(.verified(request(), wrong)).verdict == .mismatch)
+        var detail = try #require(try await store.order("O1"))
+        #expect(detail.order.state == .expected)
+        #expect(detail.order.flags == ["amount_mismatch"])
+        #expect(detail.order.expected == Money(minor: 1234, currency: "USD"))
+        let right = notification("right", .transition(.paid), amount: Money(minor: 1234, currency: "USD"))
+        #expect(try await store.inbox.record(.verified(request(), right)).verdict == .applied)
+        detail = try #require(try await store.order("O1"))
+        #expect(detail.order.state == .paid)
+        #expect(detail.transitions.map(\.to) == [.expected, .paid])
+        #expect(detail.transitions.first?.notificationID == nil)
+    }
+
+    @Test("rejected requests are stored with their reason and never applied", arguments: commitPaths)
+    func rejected(maxBatch: Int) async throws {
+        let store = try TemporaryStore(maxBatch: maxBatch)
+        let outcome = try await store.inbox.record(.rejected(request(body: "forged"), Rejection(.badSignature, "no match")))
+        #expect(outcome.verdict == .rejected)
+        let rows = try await store.store.read { db in try Queries.notifications(db, NotificationFilter(), includeRaw: true) }
+        #expect(rows.count == 1)
+        #expect(rows.first?.reason == "bad_signature")
+        #expect(rows.first?.body == Array("forged".utf8))
+        #expect(try await store.count("SELECT COUNT(*) FROM orders") == 0)
+        #expect(try await store.count("SELECT COUNT(*) FROM dedup_keys") == 0)
+    }
+
+    @Test("the store runs in WAL mode with synchronous=FULL")
+    func durability() async throws {
+        let store = try TemporaryStore(maxBatch: 1)
+        let journal = try await store.store.read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") }
+        #expect(journal == "wal")
+        let synchronous = try await store.store.read { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") }
+        #expect(synchronous == 2)
+        _ = try await store.inbox.record(.verified(request(), notification("x", .transition(.paid))))
+        try store.store.close()
+        // Reopening migrates nothing twice and keeps the data.
+        let reopened = try Store(path: store.path)
+        let orders = try await reopened.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM orders") }
+        #expect(orders == 1)
+    }
+
+    @Test("a read-only store answers with an error and writes nothing; after recovery writes succeed", arguments: commitPaths)
+    func storeFailure(maxBatch: Int) async throws {
+        let store = try TemporaryStore(maxBatch: maxBatch)
+        try await store.store.pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA query_only = ON") }
+        await #expect(throws: StoreError.self) {
+            try await store.inbox.record(.verified(request(), notification("a", .transition(.paid))))
+        }
+        await #expect(throws: StoreError.self) { try await store.inbox.heartbeat() }
+        try await store.store.pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA query_only = OFF") }
+        #expect(try await store.count("SELECT COUNT(*) FROM notifications") == 0)
+        #expect(try await store.inbox.record(.verified(request(), notification("a", .transition(.paid)))).verdict == .applied)
+    }
+}
+
+func permutations<T>(of items: [T]) -> [[T]] {
+    guard items.count > 1 else { return [items] }
+    return items.indices.flatMap { index -> [[T]] in
+        var rest = items
+        let item = rest.remove(at: index)
+        return permutations(of: rest).map { [item] + $0 }
+    }
+}
