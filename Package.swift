@@ -105,7 +105,9 @@ let package = Package(
             dependencies: [
                 "IPNServer", "IPNStore", "IPNConfig", "IPNCore", "IPNCommands",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             resources: [.copy("Fixtures")],
             swiftSettings: swiftSettings

@@ -1,0 +1,33 @@
+# ipnd: `make run` and `make test` are the whole set-up on a Debian machine with Swift.
+
+SWIFT ?= swift
+CONFIG ?= config/ipnd.dev.yaml
+SYSTEM_PACKAGES := libssl-dev libsqlite3-dev pkg-config
+
+.PHONY: all deps build run test check-config clean
+
+all: build
+
+deps:
+	@scripts/install-system-packages.sh $(SYSTEM_PACKAGES)
+
+build: deps
+	$(SWIFT) build
+
+# Git keeps no permission bits but the executable one: the dev config holds (fake) secrets
+# inline, and ipnd refuses secrets that group or others can read.
+run: build
+	chmod 600 $(CONFIG)
+	.build/debug/ipnd serve --config $(CONFIG)
+
+check-config: build
+	chmod 600 $(CONFIG)
+	.build/debug/ipnd check-config --config $(CONFIG)
+
+test: deps
+	chmod 600 config/ipnd.dev.yaml
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+
+clean:
+	rm -rf .build var

@@ -1,0 +1,97 @@
+import Foundation
+import Testing
+
+/// The built `ipnd` binary, beside the test bundle in the build folder.
+let ipndBinary: URL = {
+    var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    if directory.pathExtension == "xctest" { directory.deleteLastPathComponent() }
+    return directory.appendingPathComponent("ipnd")
+}()
+
+struct CommandResult {
+    let status: Int32
+    let stdout: String
+    let stderr: String
+}
+
+/// Runs `ipnd` with `arguments` and waits for it (with a deadline, killing it past that).
+func ipnd(_ arguments: [String], environment: [String: String] = [:], timeout: Double = 20) throws -> CommandResult {
+    let process = Process()
+    process.executableURL = ipndBinary
+    process.arguments = arguments
+    var env = ProcessInfo.processInfo.environment
+    env.removeValue(forKey: "IPND_CONFIG")
+    for (key, value) in environment { env[key] = value }
+    process.environment = env
+    let out = Pipe()
+    let err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    try process.run()
+    let deadline = Date().addingTimeInterval(timeout)
+    while process.isRunning, Date() < deadline { usleep(20_000) }
+    if process.isRunning { process.terminate() }
+    process.waitUntilExit()
+    return CommandResult(
+        status: process.terminationStatus,
+        stdout: String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self),
+        stderr: String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    )
+}
+
+func writeConfig(_ yaml: String, mode: Int = 0o600) throws -> String {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ipnd-cli-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    let path = directory.appendingPathComponent("ipnd.yaml").path
+    try Data(yaml.utf8).write(to: URL(fileURLWithPath: path))
+    try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: path)
+    return path
+}
+
+@Suite("Startup config errors stop `ipnd serve` with exit 2 and a message naming the key")
+struct CommandLineTests {
+    @Test("missing secret, unknown key, bad port", arguments: [
+        ("providers:\n  unlimint:\n    - account: default\n", "providers.unlimint[0].callback_secret"),
+        ("server:\n  colour: blue\nproviders:\n  unlimint:\n    - callback_secret: x\n", "server.colour"),
+        ("server:\n  port: 99999\nproviders:\n  unlimint:\n    - callback_secret: x\n", "server.port"),
+    ])
+    func startupErrors(yaml: String, key: String) throws {
+        let path = try writeConfig("store:\n  path: s.sqlite\n" + yaml)
+        for command in ["serve", "check-config"] {
+            let result = try ipnd([command, "--config", path])
+            #expect(result.status == 2, "\(command): \(result.stderr)")
+            #expect(result.stderr.contains(key), "\(command) said: \(result.stderr)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: (path as NSString).deletingLastPathComponent + "/s.sqlite"))
+    }
+
+    @Test("a world-readable config holding secrets is refused; check-config never prints secrets")
+    func secretsStayHidden() throws {
+        let yaml = "store:\n  path: s.sqlite\nproviders:\n  unlimint:\n    - callback_secret: very-secret-value-123\n"
+        let exposed = try ipnd(["check-config", "--config", try writeConfig(yaml, mode: 0o644)])
+        #expect(exposed.status == 2)
+        #expect(exposed.stderr.contains("providers.unlimint[0].callback_secret"))
+        #expect(!exposed.stderr.contains("very-secret-value-123"))
+        let ok = try ipnd(["check-config", "--config", try writeConfig(yaml)])
+        #expect(ok.status == 0, "\(ok.stderr)")
+        #expect(ok.stdout.contains("unlimint/default"))
+        #expect(ok.stdout.contains("redacted"))
+        #expect(!ok.stdout.contains("very-secret-value-123"))
+    }
+
+    @Test("the config path comes from $IPND_CONFIG when --config is not given")
+    func configFromEnvironment() throws {
+        let path = try writeConfig("store:\n  path: s.sqlite\nproviders:\n  unlimint:\n    - callback_secret: x\n")
+        let result = try ipnd(["check-config"], environment: ["IPND_CONFIG": path])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains(path))
+        let missing = try ipnd(["check-config", "--config", "/nonexistent/ipnd.yaml"])
+        #expect(missing.status == 2)
+        #expect(missing.stderr.contains("/nonexistent/ipnd.yaml"))
+    }
+
+    @Test("unknown flags are usage errors (64)")
+    func usage() throws {
+        #expect(try ipnd(["serve", "--no-such-flag"]).status == 64)
+    }
+}

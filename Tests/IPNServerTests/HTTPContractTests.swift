@@ -1,0 +1,92 @@
+import AsyncHTTPClient
+import Foundation
+import IPNCore
+import NIOCore
+import NIOHTTP1
+import Testing
+
+@Suite("Provider-facing HTTP contract (product.md section 3)")
+struct HTTPContractTests {
+    @Test("unknown provider 404 (not stored); unknown account 404, stored as rejected unknown_account")
+    func notFound() async throws {
+        let daemon = try await TestDaemon.start()
+        let body = UnlimintRequests.body(order: "N-1", id: "1", status: "COMPLETED")
+        let headers = UnlimintRequests.headers(for: body)
+        #expect(try await daemon.post("/ipn/paypal", body: body, headers: headers).status == 404)
+        #expect(try await daemon.post("/ipn/unlimint/nosuchshop", body: body, headers: headers).status == 404)
+        #expect(try await daemon.post("/nothing", body: body, headers: headers).status == 404)
+        #expect(try daemon.verdicts() == ["rejected"])
+        #expect(try daemon.count("SELECT COUNT(*) FROM notifications WHERE reason = 'unknown_account' AND account = 'nosuchshop'") == 1)
+        try await daemon.stop()
+    }
+
+    @Test("wrong method 405 with Allow: POST")
+    func methodNotAllowed() async throws {
+        let daemon = try await TestDaemon.start()
+        for method in [HTTPMethod.GET, .PUT, .DELETE, .PATCH] {
+            let answer = try await daemon.send(method, "/ipn/unlimint", body: nil, headers: [], port: daemon.ports.provider)
+            #expect(answer.status == 405, "\(method)")
+            #expect(answer.headers["Allow"] == ["POST"])
+        }
+        #expect(try await daemon.send(.POST, "/healthz", body: [], headers: [], port: daemon.ports.provider).status == 405)
+        #expect(try daemon.count("SELECT COUNT(*) FROM notifications") == 0)
+        try await daemon.stop()
+    }
+
+    @Test("a body over max_body_bytes is 413 and nothing is stored; one at the limit is read")
+    func tooLarge() async throws {
+        let daemon = try await TestDaemon.start(serverYAML: "  max_body_bytes: 1024")
+        let big = [UInt8](repeating: UInt8(ascii: "a"), count: 1025)
+        let answer = try await daemon.post("/ipn/unlimint", body: big, headers: [("Content-Type", "application/json")])
+        #expect(answer.status == 413)
+        var chunked = HTTPClientRequest(url: "http://127.0.0.1:\(daemon.ports.provider)/ipn/unlimint")
+        chunked.method = .POST
+        chunked.body = .stream(
+            AsyncStream { continuation in
+                for _ in 0..<4 { continuation.yield(ByteBuffer(bytes: [UInt8](repeating: 0x61, count: 512))) }
+                continuation.finish()
+            }, length: .unknown)
+        let chunkedAnswer = try await daemon.client.execute(chunked, timeout: .seconds(10))
+        #expect(chunkedAnswer.status.code == 413)
+        #expect(try daemon.count("SELECT COUNT(*) FROM notifications") == 0)
+        let atLimit = [UInt8](repeating: UInt8(ascii: "a"), count: 1024)
+        #expect(try await daemon.post("/ipn/unlimint", body: atLimit, headers: [("Signature", String(repeating: "0", count: 128))]).status == 400)
+        #expect(try daemon.count("SELECT COUNT(*) FROM notifications WHERE length(body) = 1024") == 1)
+        try await daemon.stop()
+    }
+
+    @Test("every request reaching a provider route within the limit is stored with a verdict")
+    func everythingStored() async throws {
+        let daemon = try await TestDaemon.start()
+        let good = UnlimintRequests.body(order: "E-1", id: "1", status: "COMPLETED")
+        let unknown = UnlimintRequests.body(order: "E-2", id: "2", status: "BRAND_NEW_STATUS")
+        _ = try await daemon.post("/ipn/unlimint", body: good, headers: UnlimintRequests.headers(for: good))
+        _ = try await daemon.post("/ipn/unlimint", body: good, headers: UnlimintRequests.headers(for: good))
+        let unknownAnswer = try await daemon.post("/ipn/unlimint", body: unknown, headers: UnlimintRequests.headers(for: unknown))
+        #expect(unknownAnswer.status == 200)
+        #expect(unknownAnswer.text == "OK")
+        _ = try await daemon.post("/ipn/unlimint", body: Array("not json".utf8), headers: [])
+        let malformed = Array("{not json".utf8)
+        let malformedAnswer = try await daemon.post("/ipn/unlimint", body: malformed, headers: UnlimintRequests.headers(for: malformed))
+        #expect(malformedAnswer.status == 400)
+        #expect(try daemon.verdicts() == ["applied", "duplicate", "unknown_status", "rejected", "rejected"])
+        #expect(try daemon.orderState("E-2") == nil)
+        let reasons = try daemon.query { db in
+            try String.fetchAll(db, sql: "SELECT reason FROM notifications WHERE verdict = 'rejected' ORDER BY id")
+        }
+        #expect(reasons == ["missing_header", "malformed_body"])
+        try await daemon.stop()
+    }
+
+    @Test("healthz and readyz answer on both listeners")
+    func health() async throws {
+        let daemon = try await TestDaemon.start()
+        for ops in [false, true] {
+            let health = try await daemon.get("/healthz", ops: ops)
+            #expect(health.status == 200)
+            #expect(try await daemon.get("/readyz", ops: ops).status == 200)
+        }
+        #expect(try await daemon.get("/ipn/unlimint", ops: true).status == 404)
+        try await daemon.stop()
+    }
+}

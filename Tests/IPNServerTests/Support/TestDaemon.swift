@@ -1,0 +1,166 @@
+import AsyncHTTPClient
+import Foundation
+import GRDB
+import IPNConfig
+import IPNCore
+@testable import IPNServer
+import IPNStore
+import Logging
+import NIOCore
+import NIOHTTP1
+
+/// A real daemon on ephemeral loopback ports with a real SQLite file in a temporary directory.
+final class TestDaemon: Sendable {
+    let directory: URL
+    let config: IPNDConfig
+    let daemon: Daemon
+    let ports: Daemon.ListeningPorts
+    let logs: LogOutput
+    private let task: Task<Void, any Error>
+    let client: HTTPClient
+
+    /// Test secrets for every provider the daemon knows.
+    static let unlimintSecret = "pzQf529Wa0AV"
+
+    static func defaultProvidersYAML() -> String {
+        """
+        providers:
+          unlimint:
+            - account: default
+              callback_secret: [old-rotated-out, \(unlimintSecret)]
+            - account: shop2
+              callback_secret: shop2-secret
+        """
+    }
+
+    static func start(
+        providersYAML: String = defaultProvidersYAML(),
+        serverYAML: String = "",
+        maxBatch: Int = 256,
+        storeDirectory: URL? = nil
+    ) async throws -> TestDaemon {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ipnd-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let storePath = (storeDirectory ?? directory).appendingPathComponent("ipnd.sqlite").path
+        let yaml = """
+            server:
+              host: 127.0.0.1
+              port: 0
+            \(serverYAML)
+            store:
+              path: \(storePath)
+              max_batch: \(maxBatch)
+            ops:
+              host: 127.0.0.1
+              port: 0
+            \(providersYAML)
+            """
+        let configPath = directory.appendingPathComponent("ipnd.yaml").path
+        try Data(yaml.utf8).write(to: URL(fileURLWithPath: configPath))
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: configPath)
+        let config = try ConfigLoader.load(path: configPath, environment: [:])
+        let logs = LogOutput.capture()
+        let logger = Logger(label: "ipnd-test") { label in LogfmtLogHandler(label: label, level: .info, output: logs) }
+        let daemon = try Daemon(config: config, logger: logger)
+        let task = Task { try await daemon.run(gracefulShutdownSignals: []) }
+        let ports = await daemon.listeningPorts()
+        return TestDaemon(directory: directory, config: config, daemon: daemon, ports: ports, logs: logs, task: task)
+    }
+
+    private init(directory: URL, config: IPNDConfig, daemon: Daemon, ports: Daemon.ListeningPorts, logs: LogOutput,
+                 task: Task<Void, any Error>) {
+        self.directory = directory
+        self.config = config
+        self.daemon = daemon
+        self.ports = ports
+        self.logs = logs
+        self.task = task
+        var configuration = HTTPClient.Configuration()
+        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 32
+        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }
+
+    /// Stops the daemon gracefully and the client; returns the daemon's own result.
+    func stop() async throws {
+        try await client.shutdown()
+        await daemon.shutdown()
+        try await task.value
+    }
+
+    struct Answer: Sendable {
+        let status: Int
+        let headers: HTTPHeaders
+        let body: [UInt8]
+        var text: String { String(decoding: body, as: UTF8.self) }
+    }
+
+    func post(_ path: String, body: [UInt8], headers: [(String, String)] = []) async throws -> Answer {
+        try await send(.POST, path, body: body, headers: headers, port: ports.provider)
+    }
+
+    func get(_ path: String, ops: Bool = false, headers: [(String, String)] = []) async throws -> Answer {
+        try await send(.GET, path, body: nil, headers: headers, port: ops ? ports.ops : ports.provider)
+    }
+
+    func send(_ method: HTTPMethod, _ path: String, body: [UInt8]?, headers: [(String, String)], port: Int) async throws -> Answer {
+        var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)\(path)")
+        request.method = method
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
+        let response = try await client.execute(request, timeout: .seconds(30))
+        let buffer = try await response.body.collect(upTo: 16 * 1024 * 1024)
+        return Answer(status: Int(response.status.code), headers: response.headers, body: Array(buffer: buffer))
+    }
+
+    /// Reads the SQLite file directly, as an independent reader would.
+    func query<T>(_ body: (Database) throws -> T) throws -> T {
+        var configuration = Configuration()
+        configuration.readonly = true
+        let queue = try DatabaseQueue(path: config.store.path, configuration: configuration)
+        return try queue.read(body)
+    }
+
+    func count(_ sql: String, _ arguments: StatementArguments = []) throws -> Int {
+        try query { db in try Int.fetchOne(db, sql: sql, arguments: arguments) ?? -1 }
+    }
+
+    func orderState(_ ref: String, provider: String = "unlimint", account: String = "default") throws -> String? {
+        try query { db in
+            try String.fetchOne(db, sql: "SELECT state FROM orders WHERE provider = ? AND account = ? AND order_ref = ?",
+                                arguments: [provider, account, ref])
+        }
+    }
+
+    func verdicts(orderRef: String? = nil) throws -> [String] {
+        try query { db in
+            if let orderRef {
+                return try String.fetchAll(db, sql: "SELECT verdict FROM notifications WHERE order_ref = ? ORDER BY id", arguments: [orderRef])
+            }
+            return try String.fetchAll(db, sql: "SELECT verdict FROM notifications ORDER BY id")
+        }
+    }
+}
+
+/// Unlimint requests signed the way Unlimint signs them.
+enum UnlimintRequests {
+    static func body(order: String, id: String, status: String, amount: String = "6.03", currency: String = "USD") -> [UInt8] {
+        Array(#"{"callback_time":"2026-11-21T09:30:06.828Z","payment_method":"BANKCARD","merchant_order":{"id":"\#(order)"},"payment_data":{"id":"\#(id)","status":"\#(status)","amount":\#(amount),"currency":"\#(currency)"}}"#.utf8)
+    }
+
+    static func refundBody(order: String, paymentID: String, refundID: String, amount: String, remaining: String) -> [UInt8] {
+        Array(#"{"callback_time":"2026-11-21T09:30:06.828Z","merchant_order":{"id":"\#(order)"},"payment_data":{"id":"\#(paymentID)","remaining_amount":\#(remaining)},"refund_data":{"id":"\#(refundID)","status":"COMPLETED","amount":\#(amount),"currency":"USD"}}"#.utf8)
+    }
+
+    static func headers(for body: [UInt8], secret: String = TestDaemon.unlimintSecret) -> [(String, String)] {
+        [("Content-Type", "application/json"), ("Signature", Unlimint.signature(body: body, secret: secret))]
+    }
+}
+
+enum Fixture {
+    static func bytes(_ name: String) -> [UInt8] {
+        guard let url = Bundle.module.url(forResource: name, withExtension: nil, subdirectory: "Fixtures"),
+            let data = try? Data(contentsOf: url)
+        else { fatalError("missing fixture \(name)") }
+        return [UInt8](data)
+    }
+}
