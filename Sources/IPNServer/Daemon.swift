@@ -15,6 +15,8 @@ public final class Daemon: Sendable {
     public let inbox: Inbox
     let logger: Logger
     let metrics: ServerMetrics
+    let tally = NotificationTally()
+    let notifier: SystemdNotifier
     private let state = Mutex(RunState())
 
     /// The ports the listeners are bound to (differs from the config when it says 0).
@@ -32,9 +34,14 @@ public final class Daemon: Sendable {
     }
 
     /// Opens and migrates the store; the listeners start with `run`.
-    public init(config: IPNDConfig, logger: Logger) throws(StoreError) {
+    public init(
+        config: IPNDConfig,
+        logger: Logger,
+        notifier: SystemdNotifier = SystemdNotifier()
+    ) throws(StoreError) {
         self.config = config
         self.logger = logger
+        self.notifier = notifier
         store = try Store(path: config.store.path)
         let metrics = ServerMetrics()
         self.metrics = metrics
@@ -47,10 +54,15 @@ public final class Daemon: Sendable {
     /// requests, commits what they started and closes the store.
     public func run(gracefulShutdownSignals signals: [UnixSignal] = [.sigterm, .sigint]) async throws {
         let health = HealthEndpoints(inbox: inbox, logger: logger)
-        let endpoint = ProviderEndpoint(config: config, inbox: inbox, logger: logger, metrics: metrics)
+        let endpoint = ProviderEndpoint(config: config, inbox: inbox, logger: logger, metrics: metrics, tally: tally)
+        let metrics = metrics
         let providerApp = Application(
             router: Routes.providerRouter(endpoint: endpoint, health: health),
-            server: .http1(configuration: .init(idleTimeout: .seconds(Int64(config.server.idleTimeoutSeconds)))),
+            server: .http1(
+                idleTimeout: .seconds(Int64(config.server.idleTimeoutSeconds)),
+                requestTimeout: .seconds(Int64(config.server.requestTimeoutSeconds)),
+                onTimeout: { metrics.requestTimedOut() }
+            ),
             configuration: .init(address: .hostname(config.server.host, port: config.server.port)),
             onServerRunning: { [self] channel in listening(provider: channel.localAddress?.port) },
             logger: logger
@@ -60,16 +72,27 @@ public final class Daemon: Sendable {
         health.register(on: opsRouter)
         let opsApp = Application(
             router: opsRouter,
-            server: .http1(configuration: .init(idleTimeout: .seconds(Int64(config.server.idleTimeoutSeconds)))),
+            server: .http1(
+                idleTimeout: .seconds(Int64(config.server.idleTimeoutSeconds)),
+                requestTimeout: .seconds(Int64(config.server.requestTimeoutSeconds)),
+                onTimeout: {}
+            ),
             configuration: .init(address: .hostname(config.ops.host, port: config.ops.port)),
             onServerRunning: { [self] channel in listening(ops: channel.localAddress?.port) },
             logger: logger
         )
-        let group = ServiceGroup(configuration: .init(
-            services: [providerApp, opsApp],
-            gracefulShutdownSignals: signals,
+        let systemd = SystemdService(
+            notifier: notifier, watchdogInterval: SystemdNotifier.watchdogInterval(), inbox: inbox, tally: tally, logger: logger,
+            ready: { [self] in _ = await listeningPorts() })
+        // Shut down in reverse order: systemd hears STOPPING=1 first, then the listeners stop
+        // accepting and finish their in-flight requests.
+        var groupConfiguration = ServiceGroupConfiguration(
+            services: [.init(service: providerApp), .init(service: opsApp), .init(service: systemd)],
             logger: logger
-        ))
+        )
+        groupConfiguration.gracefulShutdownSignals = signals
+        groupConfiguration.maximumGracefulShutdownDuration = .seconds(config.server.requestTimeoutSeconds + 5)
+        let group = ServiceGroup(configuration: groupConfiguration)
         let alreadyStopping = state.withLock { state -> Bool in
             state.group = group
             return state.shutdownRequested
@@ -121,6 +144,7 @@ public final class Daemon: Sendable {
             return (ListeningPorts(provider: provider, ops: ops), waiters)
         }
         guard let ports else { return }
+        notifier.notify("READY=1\nSTATUS=serving on \(config.server.host):\(ports.provider), ops on \(config.ops.host):\(ports.ops)")
         logger.info("listening", metadata: [
             "provider_listener": "\(config.server.host):\(ports.provider)",
             "ops_listener": "\(config.ops.host):\(ports.ops)",

@@ -14,6 +14,7 @@ struct ProviderEndpoint: Sendable {
     let inbox: Inbox
     let logger: Logger
     let metrics: ServerMetrics
+    let tally: NotificationTally
 
     func handle(_ request: Request, context: IPNRequestContext, providerName: String, accountName: String) async -> Response {
         let started = ContinuousClock.now
@@ -87,6 +88,7 @@ struct ProviderEndpoint: Sendable {
                 metadata: ["provider": "\(providerName)", "account": "\(received.account)", "error": "\(error)"]
             )
             metrics.storeUnavailable(provider: providerName)
+            tally.countStoreFailure()
             var response = Response.plain(503, "store unavailable, retry later\n")
             response.headers[.retryAfter] = "30"
             return response
@@ -94,6 +96,7 @@ struct ProviderEndpoint: Sendable {
         let answer = answerFor(outcome)
         let latency = ContinuousClock.now - started
         metrics.notification(provider: providerName, verdict: outcome.verdict, latency: latency)
+        tally.count(outcome.verdict)
         var metadata: Logger.Metadata = [
             "provider": "\(providerName)",
             "account": "\(received.account)",

@@ -10,6 +10,7 @@ public struct ServerMetrics: Sendable {
     let commitDuration: Timer
     let commitBatchSize: Recorder
     let commitFailures: Counter
+    private let timeouts: Counter
 
     public init() {
         var notifications: [String: Counter] = [:]
@@ -33,7 +34,10 @@ public struct ServerMetrics: Sendable {
         commitDuration = Timer(label: "ipnd_store_commit_duration_seconds", preferredDisplayUnit: .seconds)
         commitBatchSize = Recorder(label: "ipnd_store_commit_batch_size", aggregate: true)
         commitFailures = Counter(label: "ipnd_store_commit_failures_total")
+        timeouts = Counter(label: "ipnd_request_timeouts_total")
     }
+
+    func requestTimedOut() { timeouts.increment() }
 
     private static func key(_ provider: String, _ verdict: Verdict) -> String { "\(provider)|\(verdict.rawValue)" }
 

@@ -1,0 +1,99 @@
+import Hummingbird
+import HummingbirdCore
+import Logging
+import NIOCore
+
+/// Hummingbird's HTTP/1 channel with a request deadline in front of the HTTP decoder: from the
+/// first byte of a request until ipnd starts answering it, at most `requestTimeout` may pass,
+/// or the connection is closed. Slow headers, slow bodies and endless bodies are all cut off,
+/// and since NIO holds no thread per connection, other clients are served meanwhile.
+struct DeadlineHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
+    typealias Value = HTTP1Channel.Value
+
+    let base: HTTP1Channel
+    let requestTimeout: TimeAmount
+    let onTimeout: @Sendable () -> Void
+
+    var responder: Responder { base.responder }
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        do {
+            try channel.pipeline.syncOperations.addHandler(
+                RequestDeadlineHandler(timeout: requestTimeout, logger: logger, onTimeout: onTimeout))
+        } catch {
+            return channel.eventLoop.makeFailedFuture(error)
+        }
+        return base.setup(channel: channel, logger: logger)
+    }
+
+    func handle(value: Value, logger: Logger) async {
+        await base.handle(value: value, logger: logger)
+    }
+}
+
+extension HTTPServerBuilder {
+    /// HTTP/1 with an idle timeout and a whole-request deadline.
+    static func http1(idleTimeout: TimeAmount, requestTimeout: TimeAmount, onTimeout: @escaping @Sendable () -> Void) -> HTTPServerBuilder {
+        HTTPServerBuilder { responder in
+            DeadlineHTTP1Channel(
+                base: HTTP1Channel(responder: responder, configuration: .init(idleTimeout: idleTimeout)),
+                requestTimeout: requestTimeout,
+                onTimeout: onTimeout
+            )
+        }
+    }
+}
+
+/// Sits next to the socket. Arms a deadline on the first inbound byte while no request is in
+/// progress and disarms it when ipnd writes the answer; if it fires, the connection is closed.
+final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    typealias OutboundIn = IOData
+    typealias OutboundOut = IOData
+
+    private let timeout: TimeAmount
+    private let logger: Logger
+    private let onTimeout: @Sendable () -> Void
+    private var deadline: Scheduled<Void>?
+
+    init(timeout: TimeAmount, logger: Logger, onTimeout: @escaping @Sendable () -> Void) {
+        self.timeout = timeout
+        self.logger = logger
+        self.onTimeout = onTimeout
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if deadline == nil {
+            let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+            let logger = logger
+            let onTimeout = onTimeout
+            deadline = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) {
+                let context = loopBound.value
+                logger.notice("request not received in time, connection closed", metadata: [
+                    "peer": "\(context.channel.remoteAddress?.description ?? "unknown")",
+                ])
+                onTimeout()
+                context.close(promise: nil)
+            }
+        }
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        deadline?.cancel()
+        deadline = nil
+        context.write(data, promise: promise)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        deadline?.cancel()
+        deadline = nil
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        deadline?.cancel()
+        deadline = nil
+    }
+}
