@@ -11,7 +11,7 @@ public struct IPNDCommand: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "ipnd",
         abstract: "Receives, verifies and records payment providers' notifications.",
-        subcommands: [Serve.self, CheckConfig.self]
+        subcommands: [Serve.self, CheckConfig.self, Backup.self]
     )
 
     public init() {}

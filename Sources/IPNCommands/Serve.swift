@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import IPNConfig
 import IPNServer
 import IPNStore
@@ -11,6 +12,9 @@ struct Serve: AsyncParsableCommand {
     @OptionGroup var options: ConfigOptions
 
     func run() async throws {
+        // The store holds payment data: files ipnd creates are its own, whatever umask it
+        // was started with (the unit also sets UMask=0077).
+        umask(0o077)
         let logger = DaemonLogging.bootstrap()
         let config = try options.load()
         let daemon: Daemon

@@ -37,18 +37,6 @@ public final class Store: Sendable {
         }
     }
 
-    /// Writes a consistent copy of the store to `destination` with SQLite's online backup API,
-    /// while the daemon keeps writing.
-    public func backup(to destination: String) throws(StoreError) {
-        do {
-            let copy = try DatabaseQueue(path: destination)
-            try pool.backup(to: copy)
-            try copy.close()
-        } catch {
-            throw StoreError(error, doing: "back up to \(destination)")
-        }
-    }
-
     /// Checkpoints the WAL into the main file and closes all connections.
     public func close() throws(StoreError) {
         do {

@@ -47,7 +47,8 @@ public struct LogfmtLogHandler: LogHandler {
     }
 
     /// Quotes a value when it is empty or holds spaces, quotes, `=` or control characters.
-    static func quote(_ value: String) -> String {
+    static func quote(_ raw: String) -> String {
+        let value = CardNumberMask.mask(raw)
         let needsQuotes = value.isEmpty || value.unicodeScalars.contains {
             $0 == " " || $0 == "\"" || $0 == "=" || $0 == "\\" || $0.value < 0x20 || $0.value == 0x7F
         }

@@ -17,7 +17,6 @@ final class TestDaemon: Sendable {
     let ports: Daemon.ListeningPorts
     let logs: LogOutput
     private let task: Task<Void, any Error>
-    let client: HTTPClient
 
     /// Test secrets for every provider the daemon knows.
     static let unlimintSecret = "pzQf529Wa0AV"
@@ -75,14 +74,14 @@ final class TestDaemon: Sendable {
         self.ports = ports
         self.logs = logs
         self.task = task
-        var configuration = HTTPClient.Configuration()
-        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 32
-        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }
+
+    /// AsyncHTTPClient's process-wide client: it needs no shutdown, so a test that fails
+    /// half-way cannot crash the run by dropping an unshut client.
+    var client: HTTPClient { HTTPClient.shared }
 
     /// Stops the daemon gracefully and the client; returns the daemon's own result.
     func stop() async throws {
-        try await client.shutdown()
         await daemon.shutdown()
         try await task.value
     }

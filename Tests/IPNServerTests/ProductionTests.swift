@@ -1,0 +1,461 @@
+import AsyncHTTPClient
+import Foundation
+import GRDB
+import IPNCore
+import NIOCore
+import Synchronization
+import Testing
+
+/// A directory laid out like the unit lays out the service: a world-readable config without
+/// secrets, a credentials directory with one 0400 file per secret, and a state directory.
+struct UnitLikeInstallation {
+    let root: URL
+    let configPath: String
+    let credentials: URL
+    let state: URL
+
+    /// - Parameter owner: the uid and gid the service runs as (DynamicUser), when not the current user.
+    init(storeDirectory: URL? = nil, extraServerYAML: String = "", owner: UInt32? = nil) throws {
+        root = FileManager.default.temporaryDirectory.appendingPathComponent("ipnd-unit-\(UUID().uuidString)")
+        credentials = root.appendingPathComponent("credentials")
+        state = storeDirectory ?? root.appendingPathComponent("state")
+        for directory in [root, credentials, state] {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        }
+        chmod(root.path, 0o755)
+        let secret = credentials.appendingPathComponent("unlimint-callback-secret").path
+        try Data("\(TestDaemon.unlimintSecret)\n".utf8).write(to: URL(fileURLWithPath: secret))
+        chmod(secret, 0o400)
+        configPath = root.appendingPathComponent("ipnd.yaml").path
+        let yaml = """
+            server:
+              host: 127.0.0.1
+              port: 0
+            \(extraServerYAML)
+            store:
+              path: \(state.appendingPathComponent("ipnd.sqlite").path)
+            ops:
+              host: 127.0.0.1
+              port: 0
+            providers:
+              unlimint:
+                - account: default
+                  callback_secret_file: unlimint-callback-secret
+            """
+        try Data(yaml.utf8).write(to: URL(fileURLWithPath: configPath))
+        chmod(configPath, 0o644)
+        if let owner {
+            chown(credentials.path, owner, owner)
+            chown(secret, owner, owner)
+            chown(state.path, owner, owner)
+            chmod(credentials.path, 0o500)
+            chmod(state.path, 0o700)
+        }
+    }
+
+    var storePath: String { state.appendingPathComponent("ipnd.sqlite").path }
+
+    func environment(_ extra: [String: String] = [:]) -> [String: String] {
+        var environment = ["CREDENTIALS_DIRECTORY": credentials.path]
+        for (key, value) in extra { environment[key] = value }
+        return environment
+    }
+
+    func query<T>(_ body: (Database) throws -> T) throws -> T {
+        var configuration = Configuration()
+        configuration.readonly = true
+        return try DatabaseQueue(path: storePath, configuration: configuration).read(body)
+    }
+}
+
+/// Posts one signed Unlimint notification with a fresh client; nil when no answer came back.
+func postUnlimint(port: Int, order: String, client: HTTPClient) async -> Int? {
+    let body = UnlimintRequests.body(order: order, id: "id-\(order)", status: "COMPLETED")
+    var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/ipn/unlimint")
+    request.method = .POST
+    for (name, value) in UnlimintRequests.headers(for: body) { request.headers.add(name: name, value: value) }
+    request.body = .bytes(ByteBuffer(bytes: body))
+    do {
+        let response = try await client.execute(request, timeout: .seconds(10))
+        let answer = try await response.body.collect(upTo: 1024)
+        return response.status.code == 200 && String(buffer: answer) == "OK" ? 200 : Int(response.status.code)
+    } catch {
+        return nil
+    }
+}
+
+let setprivAvailable = getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")
+
+@Suite("Running as a systemd service (issue 5)")
+struct ProductionTests {
+    @Test("sd_notify: READY=1 first, WATCHDOG=1 at half of WATCHDOG_USEC, STOPPING=1 on SIGTERM, exit 0",
+          arguments: [true, false])
+    func sdNotify(abstractSocket: Bool) async throws {
+        let installation = try UnitLikeInstallation()
+        let notify = try NotifySocket(abstract: abstractSocket)
+        let daemon = try DaemonProcess(configPath: installation.configPath, environment: installation.environment([
+            "NOTIFY_SOCKET": notify.name, "WATCHDOG_USEC": "400000",
+        ]))
+        let started = notify.receive(for: 1.5)
+        let messages = started.map(\.message)
+        try #require(!messages.isEmpty, "no sd_notify message; daemon said: \(daemon.logLines)")
+        #expect(messages.first?.hasPrefix("READY=1") == true, "\(messages)")
+        let pings = started.filter { $0.message.hasPrefix("WATCHDOG=1") }
+        #expect(pings.count >= 4, "\(messages)")
+        #expect(pings.allSatisfy { $0.message.contains("STATUS=serving") })
+        if pings.count >= 3 {
+            let gaps = zip(pings.dropFirst(), pings).map { $0.at.timeIntervalSince($1.at) }
+            #expect(gaps.allSatisfy { $0 > 0.1 && $0 < 0.35 }, "gaps \(gaps)")
+        }
+        daemon.signal(SIGTERM)
+        let stopping = notify.receive(for: 5) { $0.hasPrefix("STOPPING=1") }
+        #expect(stopping.contains { $0.message.hasPrefix("STOPPING=1") }, "\(stopping.map(\.message))")
+        #expect(daemon.waitForExit(timeout: 15) == 0)
+    }
+
+    @Test("as an unprivileged user with no capabilities and credentials from $CREDENTIALS_DIRECTORY, as DynamicUser runs it",
+          .enabled(if: setprivAvailable, "needs root and setpriv to drop to another user"))
+    func unprivileged() async throws {
+        let uid: UInt32 = 61_999
+        let installation = try UnitLikeInstallation(owner: uid)
+        let notify = try NotifySocket()
+        let daemon = try DaemonProcess(
+            configPath: installation.configPath,
+            environment: installation.environment(["NOTIFY_SOCKET": notify.name, "WATCHDOG_USEC": "1000000"]),
+            launcher: ["/usr/bin/setpriv", "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "--no-new-privs",
+                       "--inh-caps=-all", "--bounding-set=-all"]
+        )
+        let ports = try daemon.waitUntilListening()
+        #expect(notify.receive(for: 1) { $0.hasPrefix("READY=1") }.contains { $0.message.hasPrefix("READY=1") })
+        let client = HTTPClient.shared
+        #expect(await postUnlimint(port: ports.provider, order: "UNPRIV-1", client: client) == 200)
+        daemon.signal(SIGTERM)
+        #expect(daemon.waitForExit(timeout: 15) == 0)
+        let state = try installation.query { db in
+            try String.fetchOne(db, sql: "SELECT state FROM orders WHERE order_ref = 'UNPRIV-1'")
+        }
+        #expect(state == "paid")
+        var info = stat()
+        stat(installation.storePath, &info)
+        #expect(info.st_uid == uid)
+        #expect(info.st_mode & 0o077 == 0, "store file mode \(String(info.st_mode & 0o777, radix: 8))")
+    }
+
+    @Test("WATCHDOG=1 is withheld while the store cannot commit and resumes after",
+          .enabled(if: canMount, "needs root to mount a size-limited tmpfs"))
+    func watchdogFollowsStore() async throws {
+        let mountPoint = FileManager.default.temporaryDirectory.appendingPathComponent("ipnd-wd-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: mountPoint, withIntermediateDirectories: true)
+        try #require(run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", mountPoint.path]) == 0)
+        defer { run(["umount", "-l", mountPoint.path]) }
+        let installation = try UnitLikeInstallation(storeDirectory: mountPoint)
+        let notify = try NotifySocket()
+        let daemon = try DaemonProcess(configPath: installation.configPath, environment: installation.environment([
+            "NOTIFY_SOCKET": notify.name, "WATCHDOG_USEC": "400000",
+        ]))
+        #expect(notify.receive(for: 1).filter { $0.message.hasPrefix("WATCHDOG=1") }.count >= 2)
+        let filler = mountPoint.appendingPathComponent("filler").path
+        run(["dd", "if=/dev/zero", "of=\(filler)", "bs=64k"])
+        _ = notify.receive(for: 0.5)  // a ping already under way may still arrive
+        let whileFull = notify.receive(for: 1.2)
+        #expect(!whileFull.contains { $0.message.hasPrefix("WATCHDOG=1") }, "\(whileFull.map(\.message))")
+        #expect(whileFull.contains { $0.message.contains("store not answering") })
+        try FileManager.default.removeItem(atPath: filler)
+        let afterwards = notify.receive(for: 1.5)
+        #expect(afterwards.contains { $0.message.hasPrefix("WATCHDOG=1") }, "\(afterwards.map(\.message))")
+        daemon.signal(SIGTERM)
+        #expect(daemon.waitForExit(timeout: 15) == 0)
+    }
+
+    @Test("SIGTERM under concurrent load: every success ack is in the store, none without it, exit 0")
+    func sigtermUnderLoad() async throws {
+        let installation = try UnitLikeInstallation()
+        let daemon = try DaemonProcess(configPath: installation.configPath, environment: installation.environment())
+        let ports = try daemon.waitUntilListening()
+        let client = HTTPClient.shared
+        let acknowledged = Locked<[String]>([])
+        let attempted = Locked<Int>(0)
+        let stop = Locked<Bool>(false)
+        let load = Task {
+            await withTaskGroup(of: Void.self) { group in
+                for worker in 0..<16 {
+                    group.addTask {
+                        var sequence = 0
+                        while !stop.withLock({ $0 }) {
+                            sequence += 1
+                            let order = "TERM-\(worker)-\(sequence)"
+                            attempted.withLock { $0 += 1 }
+                            if await postUnlimint(port: ports.provider, order: order, client: client) == 200 {
+                                acknowledged.withLock { $0.append(order) }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        try await Task.sleep(for: .milliseconds(2000))
+        let signalled = Date()
+        daemon.signal(SIGTERM)
+        let status = daemon.waitForExit(timeout: 20)
+        let stopDuration = Date().timeIntervalSince(signalled)
+        stop.withLock { $0 = true }
+        await load.value
+
+        #expect(status == 0, "daemon logs: \(daemon.logLines.suffix(5))")
+        #expect(stopDuration < 15, "took \(stopDuration)s to stop")
+        let acked = acknowledged.withLock { $0 }
+        #expect(acked.count > 20, "only \(acked.count) of \(attempted.withLock { $0 }) acknowledged before SIGTERM")
+        let applied = Set(try installation.query { db in
+            try String.fetchAll(db, sql: "SELECT order_ref FROM notifications WHERE verdict = 'applied'")
+        })
+        let paid = Set(try installation.query { db in
+            try String.fetchAll(db, sql: "SELECT order_ref FROM orders WHERE state = 'paid'")
+        })
+        let missing = acked.filter { !applied.contains($0) || !paid.contains($0) }
+        #expect(missing.isEmpty, "acknowledged but not stored: \(missing.prefix(10))")
+        let integrity = try installation.query { db in try String.fetchOne(db, sql: "PRAGMA integrity_check") }
+        #expect(integrity == "ok")
+        // Clean shutdown checkpoints the WAL away.
+        let walSize = (try? FileManager.default.attributesOfItem(atPath: installation.storePath + "-wal")[.size] as? Int) ?? 0
+        #expect(walSize == 0)
+    }
+
+    @Test("a client sending headers byte by byte slower than the timeout is cut off; others are served meanwhile",
+          arguments: ["header", "body"])
+    func slowClient(phase: String) async throws {
+        let daemon = try await TestDaemon.start(serverYAML: "  request_timeout_seconds: 1")
+        let port = daemon.ports.provider
+        // Blocking socket calls belong on a thread of their own, not on the cooperative pool
+        // the in-process daemon needs.
+        async let slow = onDedicatedThread { () -> (closed: Bool, after: Double) in
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(fd) }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(port).bigEndian)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard connected == 0 else { return (false, 0) }
+            var timeout = timeval(tv_sec: 0, tv_usec: 50_000)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            let head = phase == "header"
+                ? "POST /ipn/unlimint HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + String(repeating: "a", count: 200)
+                : "POST /ipn/unlimint HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 500\r\n\r\n" + String(repeating: "{", count: 200)
+            let start = Date()
+            var buffer = [UInt8](repeating: 0, count: 512)
+            for byte in Array(head.utf8) {
+                var value = byte
+                if send(fd, &value, 1, Int32(MSG_NOSIGNAL)) < 0 { return (true, Date().timeIntervalSince(start)) }
+                let received = recv(fd, &buffer, buffer.count, 0)
+                if received == 0 { return (true, Date().timeIntervalSince(start)) }
+                if Date().timeIntervalSince(start) > 6 { break }
+                usleep(100_000)
+            }
+            return (false, Date().timeIntervalSince(start))
+        }
+        // Meanwhile, a normal client is served promptly.
+        for index in 0..<5 {
+            let begun = Date()
+            let body = UnlimintRequests.body(order: "FAST-\(phase)-\(index)", id: "\(index)", status: "COMPLETED")
+            let answer = try await daemon.post("/ipn/unlimint", body: body, headers: UnlimintRequests.headers(for: body))
+            #expect(answer.status == 200)
+            #expect(Date().timeIntervalSince(begun) < 0.5)
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let outcome = await slow
+        #expect(outcome.closed, "the slow connection was not closed")
+        #expect(outcome.after >= 0.9 && outcome.after < 3, "closed after \(outcome.after)s")
+        #expect(daemon.logs.captured.contains { $0.contains("request not received in time") })
+        try await daemon.stop()
+    }
+
+    @Test("allow_ips without a trusted proxy: the peer address decides and X-Forwarded-For is ignored")
+    func allowIPsDirect() async throws {
+        let daemon = try await TestDaemon.start(providersYAML: """
+            providers:
+              unlimint:
+                - account: default
+                  callback_secret: \(TestDaemon.unlimintSecret)
+                  allow_ips: [10.0.0.0/8]
+                - account: local
+                  callback_secret: \(TestDaemon.unlimintSecret)
+                  allow_ips: [127.0.0.1/32, "::1"]
+            """)
+        let body = UnlimintRequests.body(order: "IP-1", id: "1", status: "COMPLETED")
+        let refused = try await daemon.post("/ipn/unlimint", body: body,
+                                            headers: UnlimintRequests.headers(for: body) + [("X-Forwarded-For", "10.1.2.3")])
+        #expect(refused.status == 403)
+        #expect(try daemon.count("SELECT COUNT(*) FROM notifications WHERE reason = 'ip_not_allowed' AND client_ip = '127.0.0.1'") == 1)
+        #expect(try daemon.orderState("IP-1") == nil)
+        #expect(try await daemon.post("/ipn/unlimint/local", body: body, headers: UnlimintRequests.headers(for: body)).status == 200)
+        try await daemon.stop()
+    }
+
+    @Test("allow_ips behind a trusted proxy: the rightmost untrusted X-Forwarded-For address decides")
+    func allowIPsBehindProxy() async throws {
+        let daemon = try await TestDaemon.start(
+            providersYAML: """
+                providers:
+                  unlimint:
+                    - account: default
+                      callback_secret: \(TestDaemon.unlimintSecret)
+                      allow_ips: [10.0.0.0/8]
+                """,
+            serverYAML: "  trusted_proxies: [127.0.0.1/32, 172.16.0.0/12]")
+        func post(_ order: String, forwardedFor: [String]) async throws -> Int {
+            let body = UnlimintRequests.body(order: order, id: order, status: "COMPLETED")
+            return try await daemon.post("/ipn/unlimint", body: body,
+                                         headers: UnlimintRequests.headers(for: body) + forwardedFor.map { ("X-Forwarded-For", $0) }).status
+        }
+        #expect(try await post("P-1", forwardedFor: ["10.1.2.3"]) == 200)
+        #expect(try await post("P-2", forwardedFor: ["10.9.9.9, 172.16.0.5"]) == 200)  // through a second trusted hop
+        #expect(try await post("P-3", forwardedFor: ["10.1.2.3, 192.0.2.9"]) == 403)  // spoofed left part, real client 192.0.2.9
+        #expect(try await post("P-4", forwardedFor: ["10.1.2.3", "192.0.2.9"]) == 403)  // repeated header, same rule
+        #expect(try await post("P-5", forwardedFor: []) == 403)  // the proxy itself is not an allowed client
+        #expect(try await post("P-6", forwardedFor: ["not-an-ip"]) == 403)
+        let clients = try daemon.query { db in
+            try Row.fetchAll(db, sql: "SELECT order_ref, client_ip FROM notifications ORDER BY id").map { row -> String in
+                let ref: String? = row["order_ref"]
+                let ip: String? = row["client_ip"]
+                return "\(ref ?? "-")@\(ip ?? "-")"
+            }
+        }
+        #expect(clients == ["P-1@10.1.2.3", "P-2@10.9.9.9", "-@192.0.2.9", "-@192.0.2.9", "-@127.0.0.1", "-@127.0.0.1"])
+        try await daemon.stop()
+    }
+
+    @Test("one log line per notification with provider, account, order ref, verdict, reason and latency; no secret, no card number")
+    func logs() async throws {
+        let daemon = try await TestDaemon.start()
+        let pan = "4111111111111111"
+        let body = Array(#"{"merchant_order":{"id":"\#(pan)"},"payment_data":{"id":"\#(pan)","status":"COMPLETED","amount":1,"currency":"USD"},"card_account":{"masked_pan":"\#(pan)"}}"#.utf8)
+        #expect(try await daemon.post("/ipn/unlimint", body: body, headers: UnlimintRequests.headers(for: body)).status == 200)
+        #expect(try await daemon.post("/ipn/unlimint", body: body, headers: UnlimintRequests.headers(for: body, secret: "wrong")).status == 400)
+        let lines = daemon.logs.captured.filter { $0.contains("msg=notification") }
+        #expect(lines.count == 2)
+        for key in ["provider=unlimint", "account=default", "order_ref=", "verdict=", "latency_ms=", "status="] {
+            #expect(lines.allSatisfy { $0.contains(key) }, "\(key) missing in \(lines)")
+        }
+        #expect(lines.last?.contains("reason=bad_signature") == true)
+        let everything = daemon.logs.captured.joined()
+        #expect(!everything.contains(pan))
+        #expect(everything.contains("411111******1111"))
+        #expect(!everything.contains(TestDaemon.unlimintSecret))
+        #expect(!everything.contains(UnlimintRequests.headers(for: body)[1].1))
+        try await daemon.stop()
+    }
+
+    @Test("ipnd backup produces a consistent copy while deliveries continue")
+    func backupUnderLoad() async throws {
+        let daemon = try await TestDaemon.start()
+        let configPath = daemon.directory.appendingPathComponent("ipnd.yaml").path
+        let stop = Locked<Bool>(false)
+        let load = Task {
+            var index = 0
+            while !stop.withLock({ $0 }) {
+                index += 1
+                let body = UnlimintRequests.body(order: "BK-\(index)", id: "\(index)", status: index % 3 == 0 ? "NEW" : "COMPLETED")
+                _ = try await daemon.post("/ipn/unlimint", body: body, headers: UnlimintRequests.headers(for: body))
+            }
+            return index
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        var copies: [String] = []
+        for round in 0..<3 {
+            let copy = daemon.directory.appendingPathComponent("backup-\(round).sqlite").path
+            let result = try ipnd(["backup", "--config", configPath, copy])
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(result.stdout.contains("integrity ok"))
+            copies.append(copy)
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        stop.withLock { $0 = true }
+        let sent = try await load.value
+        #expect(sent > 20)
+        var previous = 0
+        for copy in copies {
+            let facts = try BackupFacts(path: copy)
+            #expect(facts.integrity == "ok")
+            #expect(facts.notifications >= previous)
+            previous = facts.notifications
+            // A snapshot, never half a notification: every applied row has its order and transition.
+            #expect(facts.appliedWithoutTransition == 0)
+            #expect(facts.transitions == facts.notifications)
+            #expect(facts.orders == facts.notifications)
+            #expect(facts.journalMode == "delete")
+        }
+        #expect(try daemon.count("SELECT COUNT(*) FROM notifications") >= previous)
+        try await daemon.stop()
+    }
+
+    @Test("deploy/ipnd.service passes systemd-analyze verify and carries the hardening it promises")
+    func unitVerifies() throws {
+        let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let unit = try String(contentsOf: repository.appendingPathComponent("deploy/ipnd.service"), encoding: .utf8)
+        for directive in [
+            "Type=notify", "WatchdogSec=", "Restart=on-failure", "DynamicUser=yes", "StateDirectory=ipnd",
+            "ConfigurationDirectory=ipnd", "LoadCredential=", "ProtectSystem=strict", "ProtectHome=yes", "PrivateTmp=yes",
+            "NoNewPrivileges=yes", "CapabilityBoundingSet=\n", "RestrictAddressFamilies=", "SystemCallFilter=@system-service",
+            "MemoryDenyWriteExecute=yes",
+        ] {
+            #expect(unit.contains(directive), "\(directive) missing")
+        }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ipnd-unit-verify-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        // verify checks that ExecStart exists: point it at the binary this build made.
+        for name in ["ipnd.service", "ipnd-backup.service", "ipnd-backup.timer"] {
+            let text = try String(contentsOf: repository.appendingPathComponent("deploy/\(name)"), encoding: .utf8)
+                .replacingOccurrences(of: "/usr/local/bin/ipnd", with: ipndBinary.path)
+            try Data(text.utf8).write(to: directory.appendingPathComponent(name))
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["systemd-analyze", "verify"] + ["ipnd.service", "ipnd-backup.service", "ipnd-backup.timer"]
+            .map { directory.appendingPathComponent($0).path }
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = errors
+        try process.run()
+        process.waitUntilExit()
+        let output = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(process.terminationStatus == 0, "\(output)")
+        #expect(output.isEmpty, "\(output)")
+    }
+}
+
+/// What a backup copy holds, read synchronously.
+struct BackupFacts {
+    let integrity: String?
+    let notifications: Int
+    let transitions: Int
+    let orders: Int
+    let appliedWithoutTransition: Int
+    let journalMode: String?
+
+    init(path: String) throws {
+        let queue = try DatabaseQueue(path: path)
+        (integrity, notifications, transitions, orders, appliedWithoutTransition, journalMode) = try queue.inDatabase { db in
+            (
+                try String.fetchOne(db, sql: "PRAGMA integrity_check"),
+                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM notifications") ?? -1,
+                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM transitions") ?? -1,
+                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM orders") ?? -1,
+                try Int.fetchOne(db, sql: """
+                    SELECT COUNT(*) FROM notifications n
+                    WHERE n.verdict = 'applied' AND NOT EXISTS (SELECT 1 FROM transitions t WHERE t.notification_id = n.id)
+                    """) ?? -1,
+                try String.fetchOne(db, sql: "PRAGMA journal_mode")
+            )
+        }
+    }
+}
+
+/// Runs blocking `work` on a new thread and returns its result.
+func onDedicatedThread<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        let thread = Thread { continuation.resume(returning: work()) }
+        thread.start()
+    }
+}

@@ -1,0 +1,137 @@
+import Foundation
+import Synchronization
+
+/// The built `ipnd serve` binary as a child process, started the way the systemd unit starts it.
+final class DaemonProcess: Sendable {
+    let process: Process
+    private let stderrLines = Locked<[String]>([])
+    private let ports = Locked<(provider: Int, ops: Int)?>(nil)
+
+    /// Starts `ipnd serve --config configPath`, optionally through `launcher` (e.g. setpriv).
+    init(configPath: String, environment: [String: String] = [:], launcher: [String] = []) throws {
+        let process = Process()
+        if launcher.isEmpty {
+            process.executableURL = ipndBinary
+            process.arguments = ["serve", "--config", configPath]
+        } else {
+            process.executableURL = URL(fileURLWithPath: launcher[0])
+            process.arguments = Array(launcher.dropFirst()) + [ipndBinary.path, "serve", "--config", configPath]
+        }
+        var env = ProcessInfo.processInfo.environment
+        env.removeValue(forKey: "IPND_CONFIG")
+        for (key, value) in environment { env[key] = value }
+        process.environment = env
+        let errorPipe = Pipe()
+        process.standardError = errorPipe
+        process.standardOutput = FileHandle.nullDevice
+        self.process = process
+        let lines = stderrLines
+        let ports = self.ports
+        errorPipe.fileHandleForReading.readabilityHandler = { handle in
+            let data = handle.availableData
+            guard !data.isEmpty else {
+                handle.readabilityHandler = nil
+                return
+            }
+            let text = String(decoding: data, as: UTF8.self)
+            lines.withLock { $0.append(contentsOf: text.split(separator: "\n").map(String.init)) }
+            for line in text.split(separator: "\n") where line.contains("msg=listening") {
+                ports.withLock { $0 = DaemonProcess.parsePorts(String(line)) }
+            }
+        }
+        try process.run()
+    }
+
+    var logLines: [String] { stderrLines.withLock { $0 } }
+
+    /// Waits until the daemon logs that it listens; returns its ports.
+    func waitUntilListening(timeout: Double = 20) throws -> (provider: Int, ops: Int) {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if let ports = ports.withLock({ $0 }) { return ports }
+            if !process.isRunning { break }
+            usleep(20_000)
+        }
+        throw DaemonProcessError.notListening(logLines.joined(separator: "\n"))
+    }
+
+    func signal(_ signal: Int32) { kill(process.processIdentifier, signal) }
+
+    /// Waits for exit; returns the status, or nil if it did not exit in time (it is then killed).
+    func waitForExit(timeout: Double) -> Int32? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning, Date() < deadline { usleep(10_000) }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            return nil
+        }
+        return process.terminationStatus
+    }
+
+    private static func parsePorts(_ line: String) -> (provider: Int, ops: Int)? {
+        func port(after key: String) -> Int? {
+            guard let range = line.range(of: key + "=") else { return nil }
+            let value = line[range.upperBound...].prefix { $0 != " " }
+            return value.split(separator: ":").last.flatMap { Int($0) }
+        }
+        guard let provider = port(after: "provider_listener"), let ops = port(after: "ops_listener") else { return nil }
+        return (provider, ops)
+    }
+}
+
+/// A Mutex that closures can capture (Mutex itself cannot be copied).
+final class Locked<Value: Sendable>: Sendable {
+    private let mutex: Mutex<Value>
+
+    init(_ value: Value) { mutex = Mutex(value) }
+
+    func withLock<T>(_ body: (inout Value) -> T) -> T { mutex.withLock { body(&$0) } }
+}
+
+enum DaemonProcessError: Error {
+    case notListening(String)
+}
+
+/// A datagram socket standing in for systemd's notify socket.
+final class NotifySocket: Sendable {
+    let name: String
+    private let fd: Int32
+
+    /// Binds `@name` in the abstract namespace, or a filesystem path when `abstract` is false.
+    init(abstract: Bool = true) throws {
+        let unique = "ipnd-notify-\(UUID().uuidString.prefix(8))"
+        name = abstract ? "@" + unique : FileManager.default.temporaryDirectory.appendingPathComponent(unique).path
+        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        var bytes = Array(name.utf8)
+        if abstract { bytes[0] = 0 }
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
+        let length = socklen_t(MemoryLayout<sockaddr_un>.offset(of: \.sun_path)! + bytes.count + (abstract ? 0 : 1))
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+        }
+        guard result == 0 else { throw DaemonProcessError.notListening("bind notify socket: \(errno)") }
+        if !abstract { chmod(name, 0o777) }
+        var timeout = timeval(tv_sec: 0, tv_usec: 100_000)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    deinit { close(fd) }
+
+    /// Messages received within `seconds`, each with its arrival time.
+    func receive(for seconds: Double, until stop: (String) -> Bool = { _ in false }) -> [(at: Date, message: String)] {
+        var messages: [(Date, String)] = []
+        let deadline = Date().addingTimeInterval(seconds)
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while Date() < deadline {
+            let count = recv(fd, &buffer, buffer.count, 0)
+            guard count > 0 else { continue }
+            let message = String(decoding: buffer[0..<count], as: UTF8.self)
+            messages.append((Date(), message))
+            if stop(message) { break }
+        }
+        return messages
+    }
+}
