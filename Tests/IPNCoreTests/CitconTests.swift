@@ -223,6 +223,15 @@ struct CitconTests {
         #expect(notification.dedupKey == "9|success")
     }
 
+    @Test func signIsNeverSignedEvenWhenListed() throws {
+        let string = "fields=sign,id,reference,status,transaction_type&id=7&reference=o&status=pending&transaction_type=charge&secret=k"
+        let sign = Hex.encode(Crypto.digest(.sha256, Array(string.utf8)))
+        let body = #"{"fields":"sign,id,reference,status,transaction_type","id":"7","reference":"o","status":"pending","transaction_type":"charge","sign":"SIGN"}"#
+        let notification = try Citcon(apiSecrets: ["k"]).verify(request(Array(body.replacingOccurrences(of: "SIGN", with: sign).utf8), .json))
+        #expect(notification.effect == .transition(.pending))
+        #expect(notification.amount == nil)
+    }
+
     // MARK: Mapping
 
     private static func verifyUPI(_ members: [Member], format: BodyFormat = .json) throws(Rejection) -> VerifiedNotification {

@@ -165,6 +165,10 @@ struct IPay88Tests {
         let sha1 = Self.vectors[0]
         let cambodia = IPay88(merchantCode: "KH00001", merchantKeys: ["Apple88KEY"], algorithm: .sha1)
         #expect(rejection(cambodia, post(pairs(sha1.fields, signature: sha1.expected.lowercased())))?.reason == .badSignature)
+        // `E` -> `F` only changes the two unused low bits of the last base64 character: the same
+        // digest bytes in a text iPay88 never produces, so it is not accepted.
+        let noncanonical = "lMZuEQmQIkz6NConcOxWRdrWo8F="
+        #expect(rejection(cambodia, post(pairs(sha1.fields, signature: noncanonical)))?.reason == .badSignature)
     }
 
     @Test func independentlyComputedSignatureIsAccepted() throws {
