@@ -1,0 +1,333 @@
+/// Citcon IPN in both generations (providers.md section 1): the UPI API (`status` +
+/// `transaction_type`, SHA-256 with `&secret=`) and the legacy CHOP API (`notify_status`, MD5
+/// with `&token=`), each as a JSON or a form body. The signature covers the body's `fields`
+/// and every field it names, sorted by byte order; `sign` carries the lowercase hex digest.
+public struct Citcon: NotificationProvider {
+    public static let name = "citcon"
+    public static let accountKeys = [
+        AccountKey("api_secret", .secret, required: false),
+        AccountKey("api_token", .secret, required: false),
+    ]
+    public static let acknowledgement = ProviderAnswer.text(200, "ok")
+
+    /// The two notification generations and how each is signed.
+    public enum Generation: String, Sendable, CaseIterable {
+        /// The UPI API: `status` + `transaction_type`; SHA-256 over the string ending `&secret=<api_secret>`.
+        case upi
+        /// The legacy CHOP API: `notify_status`; MD5 over the string ending `&token=<api_token>`.
+        case chop
+
+        var algorithm: DigestAlgorithm { self == .upi ? .sha256 : .md5 }
+        /// The name of the pair appended to the signing string.
+        var secretLabel: String { self == .upi ? "secret" : "token" }
+        /// The account key holding this generation's secrets.
+        var configKey: String { self == .upi ? "api_secret" : "api_token" }
+    }
+
+    /// UPI secrets (SHA-256); any one verifies (rotation).
+    let apiSecrets: [String]
+    /// CHOP tokens (MD5); any one verifies (rotation).
+    let apiTokens: [String]
+
+    public init(settings: AccountSettings) throws(AccountConfigError) {
+        let secrets = settings.values("api_secret")
+        let tokens = settings.values("api_token")
+        guard !secrets.isEmpty || !tokens.isEmpty else {
+            throw settings.error("api_secret", "api_secret or api_token is required")
+        }
+        if secrets.contains("") { throw settings.error("api_secret", "must not be empty") }
+        if tokens.contains("") { throw settings.error("api_token", "must not be empty") }
+        self.init(apiSecrets: secrets, apiTokens: tokens)
+    }
+
+    public init(apiSecrets: [String] = [], apiTokens: [String] = []) {
+        self.apiSecrets = apiSecrets
+        self.apiTokens = apiTokens
+    }
+
+    public var summary: [(key: String, value: String)] {
+        [
+            ("api_secret", apiSecrets.isEmpty ? "not set (UPI notifications are rejected)" : "\(apiSecrets.count) secret(s), redacted"),
+            ("api_token", apiTokens.isEmpty ? "not set (CHOP notifications are rejected)" : "\(apiTokens.count) secret(s), redacted"),
+        ]
+    }
+
+    // MARK: Signing
+
+    /// The names the signature covers: `fields` plus every name listed in its comma-separated
+    /// value, never `sign`, each once, sorted by byte order.
+    public static func signedKeys(fields: String) -> [String] {
+        var keys: Set<String> = ["fields"]
+        for name in fields.split(separator: ",", omittingEmptySubsequences: true) {
+            keys.insert(String(name))
+        }
+        keys.remove("sign")
+        return keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+    }
+
+    /// The exact string Citcon hashes for a body whose top-level fields have the signing texts
+    /// `values` (JSON strings decoded, other JSON values as source text, form values
+    /// percent-decoded; a missing or null field is empty), ending `&secret=` or `&token=`.
+    public static func signingString(_ values: [String: String], generation: Generation, secret: String) -> String {
+        unsecretedString(values) + "&\(generation.secretLabel)=\(secret)"
+    }
+
+    /// The `sign` value for `values` under `secret` (the signer; lowercase hex).
+    public static func signature(_ values: [String: String], generation: Generation, secret: String) -> String {
+        Hex.encode(Crypto.digest(generation.algorithm, Array(signingString(values, generation: generation, secret: secret).utf8)))
+    }
+
+    /// The signing string up to, not including, the appended secret.
+    static func unsecretedString(_ values: [String: String]) -> String {
+        signedKeys(fields: values["fields"] ?? "")
+            .map { "\($0)=\(values[$0] ?? "")" }
+            .joined(separator: "&")
+    }
+
+    // MARK: Verification
+
+    public static func answer(for rejection: Rejection) -> ProviderAnswer {
+        .text(rejection.reason.httpStatus, rejection.reason.isAuthenticationFailure ? "invalid signature" : "malformed request")
+    }
+
+    public func verify(_ request: RawRequest) throws(Rejection) -> VerifiedNotification {
+        let body = try CitconBody.parse(request)
+        let generation: Generation = body.values["notify_status"] != nil ? .chop : .upi
+        guard let sign = body.values["sign"], !sign.isEmpty else {
+            throw Rejection(.badSignature, "sign is missing: the notification is not signed")
+        }
+        let secrets = generation == .upi ? apiSecrets : apiTokens
+        guard !secrets.isEmpty else {
+            throw Rejection(
+                .badSignature,
+                "a \(generation.rawValue.uppercased()) notification, but this account has no \(generation.configKey) to verify it"
+            )
+        }
+        let unsecreted = Array(Self.unsecretedString(body.values).utf8)
+        let matched = secrets.firstIndex { secret in
+            let suffix = Array("&\(generation.secretLabel)=\(secret)".utf8)
+            return Crypto.hexDigestMatches(sign, expected: Crypto.digest(generation.algorithm, unsecreted, suffix))
+        }
+        guard let matched else {
+            throw Rejection(.badSignature, "sign does not match the signed fields under any \(generation.configKey)")
+        }
+        let signed = CitconSignedFields(body: body)
+        var notification = switch generation {
+        case .upi: try CitconMapping.upi(signed)
+        case .chop: try CitconMapping.chop(signed)
+        }
+        notification.detail["generation"] = generation.rawValue
+        if secrets.count > 1 { notification.detail["secret"] = "\(matched + 1) of \(secrets.count)" }
+        return notification
+    }
+
+    // MARK: Simulation
+
+    /// A UPI JSON charge signed with the first `api_secret`; a CHOP JSON notification signed
+    /// with the first `api_token` when the account has no `api_secret`.
+    public func simulatedRequest(_ spec: SimulationSpec) throws(SimulationError) -> RawRequest {
+        let members: [(key: String, value: String, isNumber: Bool)]
+        let generation: Generation
+        let secret: String
+        if let apiSecret = apiSecrets.first {
+            (generation, secret) = (.upi, apiSecret)
+            members = [
+                ("id", spec.uniqueID, false),
+                ("transaction_type", "charge", false),
+                ("reference", spec.orderRef, false),
+                ("amount", String(spec.amount.minor), true),
+                ("currency", spec.amount.currency, false),
+                ("status", spec.status, false),
+                ("time_created", spec.time, false),
+                ("time_completed", spec.time, false),
+                ("payment_method", "simulated", false),
+                ("fields", "id,transaction_type,reference,amount,currency,status,time_created,time_completed,payment_method", false),
+            ]
+        } else if let apiToken = apiTokens.first {
+            (generation, secret) = (.chop, apiToken)
+            members = [
+                ("id", spec.uniqueID, false),
+                ("amount", String(spec.amount.minor), true),
+                ("currency", spec.amount.currency, false),
+                ("notify_status", spec.status, false),
+                ("reference", spec.orderRef, false),
+                ("time", spec.time, false),
+                ("notify_id", "sim-\(spec.uniqueID)", false),
+                ("fields", "id,amount,currency,notify_status,reference,time,notify_id", false),
+            ]
+        } else {
+            throw SimulationError("no api_secret or api_token configured")
+        }
+        let values = Dictionary(members.map { ($0.key, $0.value) }, uniquingKeysWith: { first, _ in first })
+        let sign = Self.signature(values, generation: generation, secret: secret)
+        let rendered = (members + [("sign", sign, false)]).map { member in
+            "\"\(member.key)\":" + (member.isNumber ? member.value : "\"\(JSONText.escape(member.value))\"")
+        }
+        return RawRequest(
+            target: spec.path,
+            headers: [("Content-Type", "application/json")],
+            body: Array(("{" + rendered.joined(separator: ",") + "}").utf8)
+        )
+    }
+}
+
+/// A Citcon body reduced to its top-level fields' signing texts, whatever its format.
+struct CitconBody {
+    /// Each top-level field's text as Citcon signs it; null is empty.
+    let values: [String: String]
+
+    /// Parses the body as JSON when `Content-Type` says so, as a form when it is
+    /// `application/x-www-form-urlencoded`, and by its first byte when there is no `Content-Type`.
+    static func parse(_ request: RawRequest) throws(Rejection) -> CitconBody {
+        let isJSON: Bool
+        switch request.mediaType {
+        case let type? where type.contains("json"):
+            isJSON = true
+        case "application/x-www-form-urlencoded"?:
+            isJSON = false
+        case nil:
+            let first = request.body.first { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }
+            isJSON = first == UInt8(ascii: "{")
+        case let type?:
+            throw Rejection(.unsupportedContentType, "Content-Type \(type.prefix(64)) is neither JSON nor a form")
+        }
+        if isJSON {
+            do {
+                let object = try JSONParser.parseObject(request.body)
+                return CitconBody(values: Dictionary(object.members.map { ($0.key, $0.value.signingText) }) { first, _ in first })
+            } catch {
+                throw Rejection(.malformedBody, error.description)
+            }
+        }
+        do {
+            let form = try FormBody.parse(request.body)
+            return CitconBody(values: Dictionary(form.fields.map { ($0.name, $0.value) }) { first, _ in first })
+        } catch {
+            throw Rejection(.malformedBody, error.description)
+        }
+    }
+}
+
+/// The fields of a verified body that its signature covers: the only ones ipnd acts on, so a
+/// field added to a genuinely signed body cannot change what it means.
+struct CitconSignedFields {
+    private let values: [String: String]
+
+    init(body: CitconBody) {
+        let keys = Set(Citcon.signedKeys(fields: body.values["fields"] ?? ""))
+        values = body.values.filter { keys.contains($0.key) }
+    }
+
+    /// The field's text; nil when it is absent, null, empty or not signed.
+    subscript(name: String) -> String? {
+        guard let value = values[name], !value.isEmpty else { return nil }
+        return value
+    }
+
+    func required(_ name: String) throws(Rejection) -> String {
+        guard let value = self[name] else { throw Rejection(.missingField, "\(name) is missing, empty or not among the signed fields") }
+        return value
+    }
+
+    /// A minor-unit amount (`100` or `"100"`) in the notification's currency; nil when absent.
+    func money(_ name: String) throws(Rejection) -> Money? {
+        guard let text = self[name] else { return nil }
+        guard let currency = self["currency"] else { throw Rejection(.missingField, "currency is missing beside \(name)") }
+        do {
+            return try Money.parseMinor(text, currency: currency)
+        } catch {
+            throw error.rejection
+        }
+    }
+}
+
+/// What a verified Citcon notification means for its order (providers.md section 1).
+enum CitconMapping {
+    static func upi(_ fields: CitconSignedFields) throws(Rejection) -> VerifiedNotification {
+        let id = try fields.required("id")
+        let reference = try fields.required("reference")
+        let type = try fields.required("transaction_type")
+        let status = try fields.required("status")
+        let amount = try fields.money("amount")
+        let kind: NotificationKind
+        let effect: NotificationEffect
+        switch type {
+        case "charge":
+            (kind, effect) = (.payment, chargeEffect(status))
+        case "refund":
+            (kind, effect) = (.refund, try refundEffect(status, id: id, amount: amount, fields: fields))
+        case "chargeback":
+            (kind, effect) = (.chargeback, chargebackEffect(status))
+        case "vault":
+            (kind, effect) = (.event, .record)
+        default:
+            (kind, effect) = (.event, .unknownStatus)
+        }
+        return VerifiedNotification(
+            kind: kind,
+            orderRef: reference,
+            providerTxnID: id,
+            dedupKey: "\(id)|\(type)|\(status)",
+            providerStatus: status,
+            effect: effect,
+            amount: amount,
+            detail: kind == .event ? ["transaction_type": type] : [:]
+        )
+    }
+
+    static func chop(_ fields: CitconSignedFields) throws(Rejection) -> VerifiedNotification {
+        let id = try fields.required("id")
+        let reference = try fields.required("reference")
+        let status = try fields.required("notify_status")
+        let amount = try fields.money("amount")
+        // CHOP knows one success word; any other value is a failure.
+        let effect: NotificationEffect = status.caseInsensitiveEquals("success") ? .transition(.paid) : .transition(.failed)
+        return VerifiedNotification(
+            kind: .payment,
+            orderRef: reference,
+            providerTxnID: id,
+            dedupKey: fields["notify_id"] ?? "\(id)|\(status)",
+            providerStatus: status,
+            effect: effect,
+            amount: amount
+        )
+    }
+
+    static func chargeEffect(_ status: String) -> NotificationEffect {
+        switch status {
+        case "success", "succeeded", "captured": .transition(.paid)
+        case "authorized": .transition(.authorized)
+        case "initiated", "pending": .transition(.pending)
+        case "fail", "failed": .transition(.failed)
+        case "cancelled", "canceled": .transition(.canceled)
+        case "expired": .transition(.expired)
+        default: .unknownStatus
+        }
+    }
+
+    /// A successful refund counts by `amount_refunded` (the cumulative total) when present,
+    /// else by its own amount under its id; refunds under way or failed change nothing.
+    static func refundEffect(
+        _ status: String,
+        id: String,
+        amount: Money?,
+        fields: CitconSignedFields
+    ) throws(Rejection) -> NotificationEffect {
+        switch status {
+        case "success", "succeeded":
+            let cumulative = try fields.money("amount_refunded")
+            return .refund(RefundInfo(refundID: id, amount: amount, cumulativeRefundedMinor: cumulative?.minor))
+        case "initiated", "pending", "fail", "failed", "cancelled", "canceled", "expired":
+            return .record
+        default:
+            return .unknownStatus
+        }
+    }
+
+    /// Chargeback stages: lost and won decide; every other stage is only recorded.
+    static func chargebackEffect(_ stage: String) -> NotificationEffect {
+        if stage.caseInsensitiveEquals("Lost") { return .transition(.chargedBack) }
+        if stage.caseInsensitiveEquals("Won") { return .chargebackReversal }
+        return .record
+    }
+}
