@@ -1,6 +1,7 @@
 /// Every provider ipnd speaks. Adding a provider is adding its file and one line here.
 public enum ProviderRegistry {
     public static let all: [any NotificationProvider.Type] = [
+        Alipay.self,
         Unlimint.self,
     ]
 
