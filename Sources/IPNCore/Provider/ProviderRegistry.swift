@@ -3,6 +3,7 @@ public enum ProviderRegistry {
     public static let all: [any NotificationProvider.Type] = [
         Alipay.self,
         Unlimint.self,
+        Juspay.self,
     ]
 
     /// The provider type serving route and config name `name`.
