@@ -118,15 +118,20 @@ public struct Alipay: NotificationProvider {
         let sentClientID = try request.requiredHeader("client-id")
         let requestTime = try request.requiredHeader("request-time")
         let header = try SignatureHeader(parsing: request.requiredHeader("signature"))
+        let path = notifyPath ?? request.target
         let content = Self.signedContent(
-            path: notifyPath ?? request.target,
+            path: path,
             clientID: sentClientID,
             requestTime: requestTime,
             body: request.body
         )
         let matched = publicKeys.firstIndex { $0.verifySHA256(signature: header.signature, message: content) }
         guard let matched else {
-            throw Rejection(.badSignature, "signature does not verify under any public_key over the path, client-id, request-time and body")
+            throw Rejection(
+                .badSignature,
+                "signature does not verify under any public_key for path \(path.prefix(128)) "
+                    + "(set notify_path if a proxy rewrites the path Antom posts to)"
+            )
         }
         guard sentClientID == clientID else {
             throw Rejection(.merchantMismatch, "client-id \(sentClientID.prefix(64)) is not this account's client_id")
@@ -142,7 +147,7 @@ public struct Alipay: NotificationProvider {
         }
         var notification = try Self.notification(from: body)
         if publicKeys.count > 1 { notification.detail["public_key"] = "\(matched + 1) of \(publicKeys.count)" }
-        if let keyVersion = header.keyVersion { notification.detail["key_version"] = keyVersion }
+        if let keyVersion = header.keyVersion { notification.detail["key_version"] = String(keyVersion.prefix(16)) }
         return notification
     }
 
