@@ -3,7 +3,9 @@ public enum ProviderRegistry {
     public static let all: [any NotificationProvider.Type] = [
         Citcon.self,
         IPay88.self,
+        Alipay.self,
         Unlimint.self,
+        Juspay.self,
     ]
 
     /// The provider type serving route and config name `name`.
