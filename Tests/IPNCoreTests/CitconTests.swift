@@ -418,7 +418,7 @@ struct CitconTests {
     }
 
     @Test func registryOrder() {
-        #expect(ProviderRegistry.all.map { $0.name } == ["citcon", "ipay88", "unlimint"])
+        #expect(ProviderRegistry.all.map { $0.name } == ["citcon", "ipay88", "alipay", "unlimint", "juspay"])
         #expect(ProviderRegistry.provider(named: "citcon").map { ObjectIdentifier($0) } == ObjectIdentifier(Citcon.self))
     }
 
