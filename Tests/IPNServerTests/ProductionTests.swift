@@ -96,7 +96,7 @@ struct ProductionTests {
         let daemon = try DaemonProcess(configPath: installation.configPath, environment: installation.environment([
             "NOTIFY_SOCKET": notify.name, "WATCHDOG_USEC": "400000",
         ]))
-        let started = notify.receive(for: 1.5)
+        let started = await notify.receive(for: 1.5)
         let messages = started.map(\.message)
         try #require(!messages.isEmpty, "no sd_notify message; daemon said: \(daemon.logLines)")
         #expect(messages.first?.hasPrefix("READY=1") == true, "\(messages)")
@@ -108,9 +108,9 @@ struct ProductionTests {
             #expect(gaps.allSatisfy { $0 > 0.1 && $0 < 0.35 }, "gaps \(gaps)")
         }
         daemon.signal(SIGTERM)
-        let stopping = notify.receive(for: 5) { $0.hasPrefix("STOPPING=1") }
+        let stopping = await notify.receive(for: 5) { $0.hasPrefix("STOPPING=1") }
         #expect(stopping.contains { $0.message.hasPrefix("STOPPING=1") }, "\(stopping.map(\.message))")
-        #expect(daemon.waitForExit(timeout: 15) == 0)
+        #expect(await daemon.waitForExit(timeout: 15) == 0)
     }
 
     @Test("as an unprivileged user with no capabilities and credentials from $CREDENTIALS_DIRECTORY, as DynamicUser runs it",
@@ -125,12 +125,12 @@ struct ProductionTests {
             launcher: ["/usr/bin/setpriv", "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "--no-new-privs",
                        "--inh-caps=-all", "--bounding-set=-all"]
         )
-        let ports = try daemon.waitUntilListening()
-        #expect(notify.receive(for: 1) { $0.hasPrefix("READY=1") }.contains { $0.message.hasPrefix("READY=1") })
+        let ports = try await daemon.waitUntilListening()
+        #expect(await notify.receive(for: 1) { $0.hasPrefix("READY=1") }.contains { $0.message.hasPrefix("READY=1") })
         let client = HTTPClient.shared
         #expect(await postUnlimint(port: ports.provider, order: "UNPRIV-1", client: client) == 200)
         daemon.signal(SIGTERM)
-        #expect(daemon.waitForExit(timeout: 15) == 0)
+        #expect(await daemon.waitForExit(timeout: 15) == 0, "\(daemon.logLines.suffix(8))")
         let state = try installation.query { db in
             try String.fetchOne(db, sql: "SELECT state FROM orders WHERE order_ref = 'UNPRIV-1'")
         }
@@ -153,25 +153,25 @@ struct ProductionTests {
         let daemon = try DaemonProcess(configPath: installation.configPath, environment: installation.environment([
             "NOTIFY_SOCKET": notify.name, "WATCHDOG_USEC": "400000",
         ]))
-        #expect(notify.receive(for: 1).filter { $0.message.hasPrefix("WATCHDOG=1") }.count >= 2)
+        #expect(await notify.receive(for: 1).filter { $0.message.hasPrefix("WATCHDOG=1") }.count >= 2)
         let filler = mountPoint.appendingPathComponent("filler").path
         run(["dd", "if=/dev/zero", "of=\(filler)", "bs=64k"])
-        _ = notify.receive(for: 0.5)  // a ping already under way may still arrive
-        let whileFull = notify.receive(for: 1.2)
+        _ = await notify.receive(for: 0.5)  // a ping already under way may still arrive
+        let whileFull = await notify.receive(for: 1.2)
         #expect(!whileFull.contains { $0.message.hasPrefix("WATCHDOG=1") }, "\(whileFull.map(\.message))")
         #expect(whileFull.contains { $0.message.contains("store not answering") })
         try FileManager.default.removeItem(atPath: filler)
-        let afterwards = notify.receive(for: 1.5)
+        let afterwards = await notify.receive(for: 1.5)
         #expect(afterwards.contains { $0.message.hasPrefix("WATCHDOG=1") }, "\(afterwards.map(\.message))")
         daemon.signal(SIGTERM)
-        #expect(daemon.waitForExit(timeout: 15) == 0)
+        #expect(await daemon.waitForExit(timeout: 15) == 0)
     }
 
     @Test("SIGTERM under concurrent load: every success ack is in the store, none without it, exit 0")
     func sigtermUnderLoad() async throws {
         let installation = try UnitLikeInstallation()
         let daemon = try DaemonProcess(configPath: installation.configPath, environment: installation.environment())
-        let ports = try daemon.waitUntilListening()
+        let ports = try await daemon.waitUntilListening()
         let client = HTTPClient.shared
         let acknowledged = Locked<[String]>([])
         let attempted = Locked<Int>(0)
@@ -193,10 +193,14 @@ struct ProductionTests {
                 }
             }
         }
-        try await Task.sleep(for: .milliseconds(2000))
+        // Signal once the load is real: plenty acknowledged and more in flight.
+        let loadDeadline = Date().addingTimeInterval(30)
+        while acknowledged.withLock({ $0.count }) < 40, Date() < loadDeadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
         let signalled = Date()
         daemon.signal(SIGTERM)
-        let status = daemon.waitForExit(timeout: 20)
+        let status = await daemon.waitForExit(timeout: 20)
         let stopDuration = Date().timeIntervalSince(signalled)
         stop.withLock { $0 = true }
         await load.value
@@ -204,7 +208,7 @@ struct ProductionTests {
         #expect(status == 0, "daemon logs: \(daemon.logLines.suffix(5))")
         #expect(stopDuration < 15, "took \(stopDuration)s to stop")
         let acked = acknowledged.withLock { $0 }
-        #expect(acked.count > 20, "only \(acked.count) of \(attempted.withLock { $0 }) acknowledged before SIGTERM")
+        #expect(acked.count >= 40, "only \(acked.count) of \(attempted.withLock { $0 }) acknowledged before SIGTERM")
         let applied = Set(try installation.query { db in
             try String.fetchAll(db, sql: "SELECT order_ref FROM notifications WHERE verdict = 'applied'")
         })

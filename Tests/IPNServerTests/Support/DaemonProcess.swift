@@ -45,7 +45,14 @@ final class DaemonProcess: Sendable {
     var logLines: [String] { stderrLines.withLock { $0 } }
 
     /// Waits until the daemon logs that it listens; returns its ports.
-    func waitUntilListening(timeout: Double = 20) throws -> (provider: Int, ops: Int) {
+    func waitUntilListening(timeout: Double = 20) async throws -> (provider: Int, ops: Int) {
+        let result = await onDedicatedThread { () -> Result<(provider: Int, ops: Int), DaemonProcessError> in
+            Result { try self.blockingWaitUntilListening(timeout: timeout) }.mapError { $0 as! DaemonProcessError }
+        }
+        return try result.get()
+    }
+
+    private func blockingWaitUntilListening(timeout: Double) throws -> (provider: Int, ops: Int) {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if let ports = ports.withLock({ $0 }) { return ports }
@@ -57,8 +64,13 @@ final class DaemonProcess: Sendable {
 
     func signal(_ signal: Int32) { kill(process.processIdentifier, signal) }
 
-    /// Waits for exit; returns the status, or nil if it did not exit in time (it is then killed).
-    func waitForExit(timeout: Double) -> Int32? {
+    /// Waits for exit on a thread of its own (never blocking the cooperative pool); returns the
+    /// status, or nil if it did not exit in time (it is then killed).
+    func waitForExit(timeout: Double) async -> Int32? {
+        await onDedicatedThread { self.blockingWaitForExit(timeout: timeout) }
+    }
+
+    private func blockingWaitForExit(timeout: Double) -> Int32? {
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning, Date() < deadline { usleep(10_000) }
         if process.isRunning {
@@ -120,8 +132,12 @@ final class NotifySocket: Sendable {
 
     deinit { close(fd) }
 
-    /// Messages received within `seconds`, each with its arrival time.
-    func receive(for seconds: Double, until stop: (String) -> Bool = { _ in false }) -> [(at: Date, message: String)] {
+    /// Messages received within `seconds`, each with its arrival time, read on a thread of its own.
+    func receive(for seconds: Double, until stop: @escaping @Sendable (String) -> Bool = { _ in false }) async -> [(at: Date, message: String)] {
+        await onDedicatedThread { self.blockingReceive(for: seconds, until: stop) }
+    }
+
+    private func blockingReceive(for seconds: Double, until stop: (String) -> Bool) -> [(at: Date, message: String)] {
         var messages: [(Date, String)] = []
         let deadline = Date().addingTimeInterval(seconds)
         var buffer = [UInt8](repeating: 0, count: 4096)
