@@ -63,7 +63,8 @@ struct PathResolver {
     }
 
     static func absolute(_ path: String, relativeTo directory: String) -> String {
-        path.hasPrefix("/") ? path : (directory as NSString).appendingPathComponent(path)
+        let joined = path.hasPrefix("/") ? path : (directory as NSString).appendingPathComponent(path)
+        return (joined as NSString).standardizingPath
     }
 }
 

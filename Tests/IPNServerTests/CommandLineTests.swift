@@ -14,8 +14,13 @@ struct CommandResult {
     let stderr: String
 }
 
-/// Runs `ipnd` with `arguments` and waits for it (with a deadline, killing it past that).
-func ipnd(_ arguments: [String], environment: [String: String] = [:], timeout: Double = 20) throws -> CommandResult {
+/// Runs `ipnd` with `arguments` and waits for it on a thread of its own (with a deadline,
+/// killing it past that).
+func ipnd(_ arguments: [String], environment: [String: String] = [:], timeout: Double = 20) async throws -> CommandResult {
+    try await onDedicatedThread { Result { try blockingIPND(arguments, environment: environment, timeout: timeout) } }.get()
+}
+
+private func blockingIPND(_ arguments: [String], environment: [String: String], timeout: Double) throws -> CommandResult {
     let process = Process()
     process.executableURL = ipndBinary
     process.arguments = arguments
@@ -55,10 +60,10 @@ struct CommandLineTests {
         ("server:\n  colour: blue\nproviders:\n  unlimint:\n    - callback_secret: x\n", "server.colour"),
         ("server:\n  port: 99999\nproviders:\n  unlimint:\n    - callback_secret: x\n", "server.port"),
     ])
-    func startupErrors(yaml: String, key: String) throws {
+    func startupErrors(yaml: String, key: String) async throws {
         let path = try writeConfig("store:\n  path: s.sqlite\n" + yaml)
         for command in ["serve", "check-config"] {
-            let result = try ipnd([command, "--config", path])
+            let result = try await ipnd([command, "--config", path])
             #expect(result.status == 2, "\(command): \(result.stderr)")
             #expect(result.stderr.contains(key), "\(command) said: \(result.stderr)")
         }
@@ -66,13 +71,13 @@ struct CommandLineTests {
     }
 
     @Test("a world-readable config holding secrets is refused; check-config never prints secrets")
-    func secretsStayHidden() throws {
+    func secretsStayHidden() async throws {
         let yaml = "store:\n  path: s.sqlite\nproviders:\n  unlimint:\n    - callback_secret: very-secret-value-123\n"
-        let exposed = try ipnd(["check-config", "--config", try writeConfig(yaml, mode: 0o644)])
+        let exposed = try await ipnd(["check-config", "--config", try writeConfig(yaml, mode: 0o644)])
         #expect(exposed.status == 2)
         #expect(exposed.stderr.contains("providers.unlimint[0].callback_secret"))
         #expect(!exposed.stderr.contains("very-secret-value-123"))
-        let ok = try ipnd(["check-config", "--config", try writeConfig(yaml)])
+        let ok = try await ipnd(["check-config", "--config", try writeConfig(yaml)])
         #expect(ok.status == 0, "\(ok.stderr)")
         #expect(ok.stdout.contains("unlimint/default"))
         #expect(ok.stdout.contains("redacted"))
@@ -80,18 +85,18 @@ struct CommandLineTests {
     }
 
     @Test("the config path comes from $IPND_CONFIG when --config is not given")
-    func configFromEnvironment() throws {
+    func configFromEnvironment() async throws {
         let path = try writeConfig("store:\n  path: s.sqlite\nproviders:\n  unlimint:\n    - callback_secret: x\n")
-        let result = try ipnd(["check-config"], environment: ["IPND_CONFIG": path])
+        let result = try await ipnd(["check-config"], environment: ["IPND_CONFIG": path])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains(path))
-        let missing = try ipnd(["check-config", "--config", "/nonexistent/ipnd.yaml"])
+        let missing = try await ipnd(["check-config", "--config", "/nonexistent/ipnd.yaml"])
         #expect(missing.status == 2)
         #expect(missing.stderr.contains("/nonexistent/ipnd.yaml"))
     }
 
     @Test("unknown flags are usage errors (64)")
-    func usage() throws {
-        #expect(try ipnd(["serve", "--no-such-flag"]).status == 64)
+    func usage() async throws {
+        #expect(try await ipnd(["serve", "--no-such-flag"]).status == 64)
     }
 }

@@ -20,16 +20,58 @@ final class TestDaemon: Sendable {
 
     /// Test secrets for every provider the daemon knows.
     static let unlimintSecret = "pzQf529Wa0AV"
+    static let citconSecret = "braintree"
+    static let citconToken = "1234567890abcdef1234567890abcdeq"
+    static let ipay88Code = "KH00001"
+    static let ipay88Key = "Apple88KEY"
+    static let alipayClientID = "SANDBOX_5YTEST0000000001"
+    static let juspayUsername = "test-juspay-user"
+    static let juspayPassword = "test:juspay:password"
+
+    static var alipayPrivateKeyPath: String {
+        Bundle.module.url(forResource: "alipay-test-private-key.pem", withExtension: nil, subdirectory: "Fixtures")!.path
+    }
 
     static func defaultProvidersYAML() -> String {
-        """
-        providers:
-          unlimint:
-            - account: default
-              callback_secret: [old-rotated-out, \(unlimintSecret)]
-            - account: shop2
-              callback_secret: shop2-secret
-        """
+        let publicKey = String(decoding: Fixture.bytes("alipay-test-public-key.b64"), as: UTF8.self)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        return """
+            providers:
+              citcon:
+                - account: default
+                  api_secret: \(citconSecret)
+                  api_token: \(citconToken)
+              ipay88:
+                - account: default
+                  merchant_code: \(ipay88Code)
+                  merchant_key: \(ipay88Key)
+                  signature: auto
+              alipay:
+                - account: default
+                  client_id: \(alipayClientID)
+                  public_key: "\(publicKey)"
+                  simulate_private_key_file: \(alipayPrivateKeyPath)
+              unlimint:
+                - account: default
+                  callback_secret: [old-rotated-out, \(unlimintSecret)]
+                - account: shop2
+                  callback_secret: shop2-secret
+              juspay:
+                - account: default
+                  username: \(juspayUsername)
+                  password: "\(juspayPassword)"
+            """
+    }
+
+    /// The account settings the independent Python client signs with, per provider.
+    static func independentAccount(_ provider: String) -> String {
+        switch provider {
+        case "citcon": #"{"api_secret":"\#(citconSecret)"}"#
+        case "ipay88": #"{"merchant_code":"\#(ipay88Code)","merchant_key":"\#(ipay88Key)","signature":"sha256"}"#
+        case "alipay": #"{"client_id":"\#(alipayClientID)","private_key_file":"\#(alipayPrivateKeyPath)"}"#
+        case "unlimint": #"{"callback_secret":"\#(unlimintSecret)"}"#
+        default: #"{"username":"\#(juspayUsername)","password":"\#(juspayPassword)"}"#
+        }
     }
 
     static func start(
