@@ -4,7 +4,7 @@ SWIFT ?= swift
 CONFIG ?= config/ipnd.dev.yaml
 SYSTEM_PACKAGES := libssl-dev libsqlite3-dev pkg-config
 
-.PHONY: all deps build run test check-config clean
+.PHONY: all deps build run test check-config bench clean
 
 all: build
 
@@ -31,3 +31,7 @@ test: deps
 
 clean:
 	rm -rf .build var
+
+# The load benchmark (issue 6): release build, 200k signed notifications, wrk, figures printed.
+bench: deps
+	scripts/bench.sh

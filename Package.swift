@@ -10,6 +10,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "ipnd", targets: ["ipnd"]),
+        .executable(name: "ipnd-bench", targets: ["ipnd-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -82,6 +83,15 @@ let package = Package(
         .executableTarget(
             name: "ipnd",
             dependencies: ["IPNCommands"],
+            swiftSettings: swiftSettings
+        ),
+        // Pre-generates signed notifications for `make bench` (not shipped).
+        .executableTarget(
+            name: "ipnd-bench",
+            dependencies: [
+                "IPNCore", "IPNConfig", "IPNStore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -7,7 +7,6 @@ public struct ReceivedRequest: Sendable {
     /// When the request arrived (`Timestamp` text).
     public var receivedAt: String
     public var clientIP: String?
-    public var method: String
     public var target: String
     /// The kept header fields as a JSON object text (secrets already redacted).
     public var headers: String
@@ -18,7 +17,6 @@ public struct ReceivedRequest: Sendable {
         account: String,
         receivedAt: String,
         clientIP: String?,
-        method: String,
         target: String,
         headers: String,
         body: [UInt8]
@@ -27,7 +25,6 @@ public struct ReceivedRequest: Sendable {
         self.account = account
         self.receivedAt = receivedAt
         self.clientIP = clientIP
-        self.method = method
         self.target = target
         self.headers = headers
         self.body = body

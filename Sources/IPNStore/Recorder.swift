@@ -69,15 +69,14 @@ enum Recorder {
         }
         try insertDedupKey(db, scope: scope, key: notification.dedupKey, notificationID: notificationID)
 
-        if case .registers(let key) = notification.link, let order {
-            let inserted = try registerLink(db, scope: scope, key: key, orderID: order.id)
+        if case .registers(let key) = notification.link, let registered = order {
+            let inserted = try registerLink(db, scope: scope, key: key, orderID: registered.id)
             if inserted {
-                try applyWaitingNotifications(db, scope: scope, key: key, order: order, now: now)
+                order = try applyWaitingNotifications(db, scope: scope, key: key, order: registered, now: now)
             }
         }
         return RecordOutcome(
-            notificationID: notificationID, verdict: outcome.verdict,
-            orderState: try order.map { try OrderRow.fetch(db, id: $0.id)?.state ?? $0.state },
+            notificationID: notificationID, verdict: outcome.verdict, orderState: order?.state,
             orderRef: order?.orderRef ?? notification.orderRef, explanation: outcome.explanation
         )
     }
@@ -129,24 +128,23 @@ enum Recorder {
         }
         let notificationID = try store(order, decision)
         if let newState = decision.newState, let order {
-            try db.execute(
-                sql: "INSERT INTO transitions (order_id, from_state, to_state, at, notification_id) VALUES (?, ?, ?, ?, ?)",
-                arguments: [order.id, previousState?.rawValue, newState.rawValue, now, notificationID]
-            )
+            try db.cachedStatement(
+                sql: "INSERT INTO transitions (order_id, from_state, to_state, at, notification_id) VALUES (?, ?, ?, ?, ?)"
+            ).execute(arguments: [order.id, previousState?.rawValue, newState.rawValue, now, notificationID])
             if case .refund(let info) = notification.effect, let refundID = info.refundID {
-                try db.execute(
-                    sql: "INSERT OR IGNORE INTO refunds (order_id, refund_id, amount_minor, notification_id) VALUES (?, ?, ?, ?)",
-                    arguments: [order.id, refundID, info.amount?.minor, notificationID]
-                )
+                try db.cachedStatement(
+                    sql: "INSERT OR IGNORE INTO refunds (order_id, refund_id, amount_minor, notification_id) VALUES (?, ?, ?, ?)"
+                ).execute(arguments: [order.id, refundID, info.amount?.minor, notificationID])
             }
         }
         return decision
     }
 
-    /// Applies, in arrival order, the captures and refunds that waited for payment `key`.
+    /// Applies, in arrival order, the captures and refunds that waited for payment `key`;
+    /// returns the order as they left it.
     private static func applyWaitingNotifications(
         _ db: Database, scope: Scope, key: String, order: OrderRow, now: String
-    ) throws {
+    ) throws -> OrderRow {
         let waiting = try Row.fetchAll(
             db.cachedStatement(sql: """
                 SELECT id, pending_effect FROM notifications
@@ -162,17 +160,15 @@ enum Recorder {
             }
             let notification = try JSONDecoder().decode(VerifiedNotification.self, from: Data(json.utf8))
             _ = try apply(notification, to: &current, scope: scope, in: db, now: now) { order, decision in
-                try db.execute(
-                    sql: """
-                        UPDATE notifications SET verdict = ?, reason = ?, reason_detail = ?, order_id = ?, order_ref = ?,
-                        pending_effect = NULL WHERE id = ?
-                        """,
-                    arguments: [decision.verdict.rawValue, decision.flag?.rawValue,
-                                decision.explanation ?? "linked to payment \(key)", order?.id, order?.orderRef, id]
-                )
+                try db.cachedStatement(sql: """
+                    UPDATE notifications SET verdict = ?, reason = ?, reason_detail = ?, order_id = ?, order_ref = ?,
+                    pending_effect = NULL WHERE id = ?
+                    """).execute(arguments: [decision.verdict.rawValue, decision.flag?.rawValue,
+                                             decision.explanation ?? "linked to payment \(key)", order?.id, order?.orderRef, id])
                 return id
             }
         }
+        return current ?? order
     }
 
     private static func linkedOrder(_ db: Database, scope: Scope, key: String) throws -> OrderRow? {
@@ -207,21 +203,28 @@ enum Recorder {
     ) throws -> Int64 {
         let detail = notification.flatMap { $0.detail.isEmpty ? nil : JSONText.object($0.detail) }
         let effect = pendingEffect ? notification.flatMap { try? JSONEncoder().encode($0) }.map { String(decoding: $0, as: UTF8.self) } : nil
+        // 20 arguments at most: GRDB binds up to 20 without copying strings and blobs. `method`
+        // defaults to POST (the only method provider routes take), and the rare pending effect
+        // of an unlinked notification is written by its own statement.
         let statement = try db.cachedStatement(sql: """
             INSERT INTO notifications (
-                provider, account, received_at, client_ip, method, target, headers, body, verdict, reason,
+                provider, account, received_at, client_ip, target, headers, body, verdict, reason,
                 reason_detail, kind, provider_status, dedup_key, order_ref, order_id, provider_txn_id, link_key,
-                amount_minor, currency, detail, pending_effect
-            ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                amount_minor, currency, detail
+            ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """)
         try statement.execute(arguments: [
-            request.provider, request.account, request.receivedAt, request.clientIP, request.method, request.target,
+            request.provider, request.account, request.receivedAt, request.clientIP, request.target,
             request.headers, Data(request.body), verdict.rawValue, reason, reasonDetail,
             notification?.kind.rawValue, notification?.providerStatus, notification?.dedupKey,
             order?.orderRef ?? orderRef ?? notification?.orderRef, order?.id, notification?.providerTxnID,
-            notification?.link?.key, notification?.amount?.minor, notification?.amount?.currency, detail, effect,
+            notification?.link?.key, notification?.amount?.minor, notification?.amount?.currency, detail,
         ])
-        return db.lastInsertedRowID
+        let id = db.lastInsertedRowID
+        if let effect {
+            try db.cachedStatement(sql: "UPDATE notifications SET pending_effect = ? WHERE id = ?").execute(arguments: [effect, id])
+        }
+        return id
     }
 }
 

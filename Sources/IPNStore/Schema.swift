@@ -31,7 +31,7 @@ enum Schema {
                     account TEXT NOT NULL,
                     received_at TEXT NOT NULL,
                     client_ip TEXT,
-                    method TEXT NOT NULL,
+                    method TEXT NOT NULL DEFAULT 'POST',
                     target TEXT NOT NULL,
                     headers TEXT NOT NULL,
                     body BLOB NOT NULL,

@@ -29,7 +29,7 @@ struct TemporaryStore {
 
 func request(provider: String = "test", body: String = "{}") -> ReceivedRequest {
     ReceivedRequest(provider: provider, account: "default", receivedAt: "2026-11-21T00:00:00.000Z", clientIP: "127.0.0.1",
-                    method: "POST", target: "/ipn/\(provider)", headers: "[]", body: Array(body.utf8))
+                    target: "/ipn/\(provider)", headers: "[]", body: Array(body.utf8))
 }
 
 func notification(

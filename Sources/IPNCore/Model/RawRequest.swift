@@ -43,9 +43,28 @@ public struct RawRequest: Sendable {
 
     /// The media type of the body (`Content-Type` without parameters, lowercased).
     public var mediaType: String? {
-        guard let value = headerValues("content-type").first else { return nil }
-        let type = value.split(separator: ";", maxSplits: 1).first.map(String.init) ?? value
-        return type.trimmingCharacters(in: " \t").lowercased()
+        guard let value = headers.first(where: { $0.name.caseInsensitiveEquals("content-type") })?.value else { return nil }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(value.utf8.count)
+        for byte in value.utf8 {
+            if byte == UInt8(ascii: ";") { break }
+            bytes.append((UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 : byte)
+        }
+        let isBlank = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+        while let last = bytes.last, isBlank(last) { bytes.removeLast() }
+        let start = bytes.firstIndex { !isBlank($0) } ?? bytes.endIndex
+        return String(decoding: bytes[start...], as: UTF8.self)
+    }
+}
+
+extension String {
+    /// Whether a media type names JSON: it contains `json` (`application/json`, `text/json`,
+    /// `application/vnd.x+json`). Byte search, without Foundation.
+    public var isJSONMediaType: Bool {
+        let bytes = Array(utf8)
+        guard bytes.count >= 4 else { return false }
+        let needle = Array("json".utf8)
+        return (0...(bytes.count - 4)).contains { start in bytes[start..<(start + 4)].elementsEqual(needle) }
     }
 }
 

@@ -3,16 +3,44 @@
 public enum Timestamp {
     /// Formats milliseconds since the Unix epoch.
     public static func format(epochMilliseconds: Int64) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity(24)
+        append(epochMilliseconds: epochMilliseconds, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Appends the formatted time to `out` (no intermediate strings: log lines and stored
+    /// rows format one per notification).
+    public static func append(epochMilliseconds: Int64, to out: inout [UInt8]) {
         let millis = Int(epochMilliseconds %% 1000)
         let seconds = epochMilliseconds.floorDiv(1000)
         let days = Int(seconds.floorDiv(86_400))
         let secondOfDay = Int(seconds %% 86_400)
         let (year, month, day) = civilDate(daysSinceEpoch: days)
-        var out = pad(year, 4)
-        out += "-" + pad(month, 2) + "-" + pad(day, 2)
-        out += "T" + pad(secondOfDay / 3600, 2) + ":" + pad(secondOfDay / 60 % 60, 2) + ":" + pad(secondOfDay % 60, 2)
-        out += "." + pad(millis, 3) + "Z"
-        return out
+        func digits(_ value: Int, _ width: Int) {
+            var divisor = 1
+            for _ in 1..<width { divisor *= 10 }
+            var rest = max(0, value)
+            while divisor > 0 {
+                out.append(UInt8(48 + rest / divisor % 10))
+                rest %= divisor
+                divisor /= 10
+            }
+        }
+        digits(year, 4)
+        out.append(UInt8(ascii: "-"))
+        digits(month, 2)
+        out.append(UInt8(ascii: "-"))
+        digits(day, 2)
+        out.append(UInt8(ascii: "T"))
+        digits(secondOfDay / 3600, 2)
+        out.append(UInt8(ascii: ":"))
+        digits(secondOfDay / 60 % 60, 2)
+        out.append(UInt8(ascii: ":"))
+        digits(secondOfDay % 60, 2)
+        out.append(UInt8(ascii: "."))
+        digits(millis, 3)
+        out.append(UInt8(ascii: "Z"))
     }
 
     /// Parses RFC 3339 / ISO 8601 text (`2026-11-21`, `2026-11-21T10:00:00Z`,
@@ -66,11 +94,6 @@ public enum Timestamp {
             offsetHours < 24, offsetMinutes < 60
         else { return nil }
         return millis - sign * Int64(offsetHours * 3600 + offsetMinutes * 60) * 1000
-    }
-
-    private static func pad(_ value: Int, _ width: Int) -> String {
-        let text = String(value)
-        return String(repeating: "0", count: max(0, width - text.count)) + text
     }
 
     private static func isLeap(_ year: Int) -> Bool { (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 }

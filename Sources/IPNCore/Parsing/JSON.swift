@@ -5,7 +5,7 @@
 /// into floating point here.
 public indirect enum JSONValue: Sendable, Equatable {
     case object(JSONObject)
-    case array([JSONValue], source: String)
+    case array([JSONValue], source: JSONSource)
     case string(String)
     /// A number, as its exact source text (`6.03`, `30.00`, `1e400`).
     case number(String)
@@ -30,7 +30,7 @@ public indirect enum JSONValue: Sendable, Equatable {
         case .number(let text): text
         case .bool(let value): value ? "true" : "false"
         case .object(let object): object.source
-        case .array(_, let source): source
+        case .array(_, let source): source.text
         case .null: ""
         }
     }
@@ -45,12 +45,25 @@ public indirect enum JSONValue: Sendable, Equatable {
     }
 }
 
+/// The exact source bytes of a container, sharing the parsed document's storage: made into
+/// a String only when someone asks (Citcon signs objects by their source text; most never do).
+public struct JSONSource: Sendable, Equatable {
+    let bytes: ArraySlice<UInt8>
+
+    public var text: String { String(decoding: bytes, as: UTF8.self) }
+
+    public static func == (lhs: JSONSource, rhs: JSONSource) -> Bool { lhs.bytes.elementsEqual(rhs.bytes) }
+}
+
 /// A JSON object: members in source order (keys are unique) and its exact source text.
 public struct JSONObject: Sendable, Equatable {
     public let members: [(key: String, value: JSONValue)]
-    public let source: String
+    let sourceBytes: JSONSource
 
-    public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool { lhs.source == rhs.source }
+    /// The object's exact source text.
+    public var source: String { sourceBytes.text }
+
+    public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool { lhs.sourceBytes == rhs.sourceBytes }
 
     public subscript(key: String) -> JSONValue? {
         for member in members where member.key == key { return member.value }
@@ -120,6 +133,10 @@ public struct JSONParser {
         String(decoding: bytes[start..<position], as: UTF8.self)
     }
 
+    private func sourceBytes(from start: Int) -> JSONSource {
+        JSONSource(bytes: bytes[start..<position])
+    }
+
     private mutating func parseValue(depth: Int) throws(JSONError) -> JSONValue {
         guard position < bytes.count else { throw error("unexpected end of JSON") }
         switch bytes[position] {
@@ -149,11 +166,11 @@ public struct JSONParser {
         let start = position
         position += 1
         var members: [(key: String, value: JSONValue)] = []
-        var keys = Set<String>()
+        var keys = Set<String>()  // only for large objects; small ones are scanned
         skipWhitespace()
         if position < bytes.count, bytes[position] == UInt8(ascii: "}") {
             position += 1
-            return .object(JSONObject(members: members, source: source(from: start)))
+            return .object(JSONObject(members: members, sourceBytes: sourceBytes(from: start)))
         }
         while true {
             skipWhitespace()
@@ -161,7 +178,7 @@ public struct JSONParser {
                 throw error("expected a string key")
             }
             let key = try parseString()
-            guard keys.insert(key).inserted else { throw error("duplicate key \"\(key.prefix(64))\"") }
+            if try isDuplicate(key, in: members, keys: &keys) { throw error("duplicate key \"\(key.prefix(64))\"") }
             skipWhitespace()
             guard position < bytes.count, bytes[position] == UInt8(ascii: ":") else { throw error("expected ':'") }
             position += 1
@@ -176,8 +193,18 @@ public struct JSONParser {
             }
             guard bytes[position] == UInt8(ascii: "}") else { throw error("expected ',' or '}'") }
             position += 1
-            return .object(JSONObject(members: members, source: source(from: start)))
+            return .object(JSONObject(members: members, sourceBytes: sourceBytes(from: start)))
         }
+    }
+
+    /// Whether `key` is already a member. Small objects (all real notifications) are scanned;
+    /// from 16 members on a set keeps hostile documents from costing quadratic time.
+    private func isDuplicate(_ key: String, in members: [(key: String, value: JSONValue)], keys: inout Set<String>) throws(JSONError)
+        -> Bool
+    {
+        if members.count < 16 { return members.contains { $0.key == key } }
+        if keys.isEmpty { keys = Set(members.map(\.key)) }
+        return !keys.insert(key).inserted
     }
 
     private mutating func parseArray(depth: Int) throws(JSONError) -> JSONValue {
@@ -188,7 +215,7 @@ public struct JSONParser {
         skipWhitespace()
         if position < bytes.count, bytes[position] == UInt8(ascii: "]") {
             position += 1
-            return .array(elements, source: source(from: start))
+            return .array(elements, source: sourceBytes(from: start))
         }
         while true {
             skipWhitespace()
@@ -201,7 +228,7 @@ public struct JSONParser {
             }
             guard bytes[position] == UInt8(ascii: "]") else { throw error("expected ',' or ']'") }
             position += 1
-            return .array(elements, source: source(from: start))
+            return .array(elements, source: sourceBytes(from: start))
         }
     }
 
@@ -237,6 +264,18 @@ public struct JSONParser {
 
     private mutating func parseString() throws(JSONError) -> String {
         position += 1  // opening quote
+        // Fast path: plain ASCII without escapes, the usual case, needs no copy and no validation.
+        var scan = position
+        while scan < bytes.count {
+            let byte = bytes[scan]
+            if byte == UInt8(ascii: "\"") {
+                let string = String(decoding: bytes[position..<scan], as: UTF8.self)
+                position = scan + 1
+                return string
+            }
+            if byte == UInt8(ascii: "\\") || byte >= 0x80 || byte < 0x20 { break }
+            scan += 1
+        }
         var out = [UInt8]()
         var runStart = position
         while true {

@@ -2,6 +2,8 @@
 public enum JSONText {
     /// Escapes `text` for use inside a JSON string literal.
     public static func escape(_ text: String) -> String {
+        // Most values (header values, ids) need no escaping: return them as they are.
+        if !text.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) { return text }
         var out = ""
         out.reserveCapacity(text.utf8.count)
         for scalar in text.unicodeScalars {

@@ -136,7 +136,7 @@ public struct Alipay: NotificationProvider {
         guard sentClientID == clientID else {
             throw Rejection(.merchantMismatch, "client-id \(sentClientID.prefix(64)) is not this account's client_id")
         }
-        if let mediaType = request.mediaType, !mediaType.contains("json") {
+        if let mediaType = request.mediaType, !mediaType.isJSONMediaType {
             throw Rejection(.unsupportedContentType, "Content-Type \(mediaType.prefix(64)) is not JSON")
         }
         let body: JSONObject

@@ -181,7 +181,7 @@ struct CitconBody {
     static func parse(_ request: RawRequest) throws(Rejection) -> CitconBody {
         let isJSON: Bool
         switch request.mediaType {
-        case let type? where type.contains("json"):
+        case let type? where type.isJSONMediaType:
             isJSON = true
         case "application/x-www-form-urlencoded"?:
             isJSON = false

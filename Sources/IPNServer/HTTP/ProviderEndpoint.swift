@@ -53,7 +53,6 @@ struct ProviderEndpoint: Sendable {
             account: String(accountName.prefix(128)),
             receivedAt: Timestamp.format(epochMilliseconds: Int64(Date().timeIntervalSince1970 * 1000)),
             clientIP: raw.clientIP,
-            method: raw.method,
             target: String(raw.target.prefix(2048)),
             headers: StoredHeaders.json(request.headers),
             body: raw.body

@@ -4,8 +4,8 @@
 /// in a field that ends up logged.
 enum CardNumberMask {
     static func mask(_ value: String) -> String {
+        guard mightHoldCardNumber(value) else { return value }
         let scalars = Array(value.unicodeScalars)
-        guard scalars.count >= 13, scalars.contains(where: { $0.properties.numericType != nil }) else { return value }
         var out = String.UnicodeScalarView()
         var index = 0
         while index < scalars.count {
@@ -38,6 +38,26 @@ enum CardNumberMask {
             index = last + 1
         }
         return String(out)
+    }
+
+    /// Whether `value` has a run of 13 or more ASCII digits (single spaces or dashes allowed
+    /// between them), checked without allocating: most log values do not.
+    private static func mightHoldCardNumber(_ value: String) -> Bool {
+        var digits = 0
+        var previousWasSeparator = false
+        for byte in value.utf8 {
+            if byte >= 48 && byte <= 57 {
+                digits += 1
+                if digits >= 13 { return true }
+                previousWasSeparator = false
+            } else if (byte == 32 || byte == 45), digits > 0, !previousWasSeparator {
+                previousWasSeparator = true
+            } else {
+                digits = 0
+                previousWasSeparator = false
+            }
+        }
+        return false
     }
 
     private static func isDigit(_ scalar: Unicode.Scalar) -> Bool { scalar.value >= 48 && scalar.value <= 57 }

@@ -27,13 +27,25 @@ public struct LogfmtLogHandler: LogHandler {
         var fields = metadata
         if let provided = metadataProvider?.get() { fields.merge(provided) { $1 } }
         if let extra = event.metadata { fields.merge(extra) { $1 } }
-        var line = "ts=\(Timestamp.format(epochMilliseconds: Int64(Date().timeIntervalSince1970 * 1000)))"
-        line += " level=\(event.level.rawValue) msg=\(Self.quote(event.message.description))"
+        var line: [UInt8] = []
+        line.reserveCapacity(256)
+        line.append(contentsOf: "ts=".utf8)
+        Timestamp.append(epochMilliseconds: Int64(Date().timeIntervalSince1970 * 1000), to: &line)
+        line.append(contentsOf: " level=".utf8)
+        line.append(contentsOf: event.level.rawValue.utf8)
+        line.append(contentsOf: " msg=".utf8)
+        Self.appendQuoted(event.message.description, to: &line)
         for key in fields.keys.sorted() {
-            line += " \(key)=\(Self.quote(fields[key].map(Self.text) ?? ""))"
+            line.append(UInt8(ascii: " "))
+            line.append(contentsOf: key.utf8)
+            line.append(UInt8(ascii: "="))
+            Self.appendQuoted(fields[key].map(Self.text) ?? "", to: &line)
         }
-        if let error = event.error { line += " error=\(Self.quote("\(error)"))" }
-        line += "\n"
+        if let error = event.error {
+            line.append(contentsOf: " error=".utf8)
+            Self.appendQuoted("\(error)", to: &line)
+        }
+        line.append(UInt8(ascii: "\n"))
         output.write(line)
     }
 
@@ -48,24 +60,35 @@ public struct LogfmtLogHandler: LogHandler {
 
     /// Quotes a value when it is empty or holds spaces, quotes, `=` or control characters.
     static func quote(_ raw: String) -> String {
+        var out: [UInt8] = []
+        appendQuoted(raw, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Appends `raw`, card numbers masked, quoted when it is empty or holds spaces, quotes,
+    /// `=`, backslashes or control characters.
+    static func appendQuoted(_ raw: String, to out: inout [UInt8]) {
         let value = CardNumberMask.mask(raw)
-        let needsQuotes = value.isEmpty || value.unicodeScalars.contains {
-            $0 == " " || $0 == "\"" || $0 == "=" || $0 == "\\" || $0.value < 0x20 || $0.value == 0x7F
+        let needsQuotes = value.isEmpty || value.utf8.contains { byte in
+            byte <= 0x20 || byte == 0x22 || byte == 0x3D || byte == 0x5C || byte == 0x7F
         }
-        guard needsQuotes else { return value }
-        var out = "\""
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20 || scalar.value == 0x7F: out += "\\u{\(String(scalar.value, radix: 16))}"
-            default: out.unicodeScalars.append(scalar)
+        guard needsQuotes else {
+            out.append(contentsOf: value.utf8)
+            return
+        }
+        out.append(UInt8(ascii: "\""))
+        for byte in value.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): out.append(contentsOf: #"\""#.utf8)
+            case UInt8(ascii: "\\"): out.append(contentsOf: #"\\"#.utf8)
+            case UInt8(ascii: "\n"): out.append(contentsOf: #"\n"#.utf8)
+            case UInt8(ascii: "\r"): out.append(contentsOf: #"\r"#.utf8)
+            case UInt8(ascii: "\t"): out.append(contentsOf: #"\t"#.utf8)
+            case 0x00..<0x20, 0x7F: out.append(contentsOf: "\\u{\(String(byte, radix: 16))}".utf8)
+            default: out.append(byte)
             }
         }
-        return out + "\""
+        out.append(UInt8(ascii: "\""))
     }
 }
 
@@ -85,12 +108,12 @@ public final class LogOutput: Sendable {
 
     public var captured: [String] { lines.withLock { $0 } }
 
-    func write(_ line: String) {
+    func write(_ line: [UInt8]) {
         if capturing {
-            lines.withLock { $0.append(line) }
+            lines.withLock { $0.append(String(decoding: line, as: UTF8.self)) }
             return
         }
-        var bytes = Array(line.utf8)
+        var bytes = line
         bytes.withUnsafeMutableBytes { buffer in
             var offset = 0
             while offset < buffer.count {

@@ -42,6 +42,11 @@ final class DaemonProcess: Sendable {
         try process.run()
     }
 
+    /// A test that fails half-way must not leave its daemon running.
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+
     var logLines: [String] { stderrLines.withLock { $0 } }
 
     /// Waits until the daemon logs that it listens; returns its ports.

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# make bench: the load benchmark of issue 6, on this machine, load generator included.
+#
+# Builds release, starts ipnd on a fresh store, pre-generates COUNT unique signed notifications
+# across all five providers, measures the /healthz ceiling, replays the notifications with wrk
+# (unique pass), replays already-seen ones (duplicate pass), then checks the store: one applied
+# notification per unique request, no dedup key applied twice, integrity_check ok.
+#
+# Knobs (environment): COUNT=200000 DURATION=10 CONNECTIONS=64 THREADS=2 PORT=18180 MAX_BATCH=256
+#                      LOG_LEVEL=info KEEP=1 (keep the work directory)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+COUNT=${COUNT:-200000}
+DURATION=${DURATION:-10}
+CONNECTIONS=${CONNECTIONS:-64}
+THREADS=${THREADS:-2}
+PORT=${PORT:-18180}
+OPS_PORT=$((PORT + 1))
+MAX_BATCH=${MAX_BATCH:-256}
+LOG_LEVEL=${LOG_LEVEL:-info}
+
+scripts/install-system-packages.sh libssl-dev libsqlite3-dev pkg-config wrk sqlite3
+swift build -c release 2>&1 | grep -E 'error|warning: |Compiling|Build complete' | grep -v '^\[' || true
+BIN=$(swift build -c release --show-bin-path)
+
+WORK=$(mktemp -d /tmp/ipnd-bench.XXXXXX)
+STORE="$WORK/ipnd.sqlite"
+cleanup() {
+    if [ -n "${PID:-}" ] && kill -0 "$PID" 2>/dev/null; then kill -TERM "$PID"; wait "$PID" 2>/dev/null || true; fi
+    [ -n "${KEEP:-}" ] || rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+chmod 600 config/ipnd.dev.yaml
+export IPND_SERVER_PORT=$PORT IPND_OPS_PORT=$OPS_PORT IPND_STORE_PATH=$STORE IPND_STORE_MAX_BATCH=$MAX_BATCH
+export IPND_LOG_LEVEL=$LOG_LEVEL
+
+echo "== generating $COUNT signed notifications"
+"$BIN/ipnd-bench" generate --config config/ipnd.dev.yaml --count "$COUNT" --output "$WORK/requests.bin" --prefix "B$(date +%s)"
+
+echo "== starting ipnd (release) on 127.0.0.1:$PORT, store $STORE, max_batch $MAX_BATCH, log level $LOG_LEVEL"
+"$BIN/ipnd" serve --config config/ipnd.dev.yaml 2>"$WORK/ipnd.log" &
+PID=$!
+for _ in $(seq 1 100); do
+    curl -fs "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && break
+    sleep 0.1
+done
+curl -fs "http://127.0.0.1:$PORT/readyz" >/dev/null
+sleep 1
+IDLE_RSS_KB=$(awk '/VmRSS/ {print $2}' "/proc/$PID/status")
+
+field() { sed -n "s/.*[ ]$1=\([^ ]*\).*/\1/p" <<<"$2" | head -1; }
+
+echo "== /healthz ceiling: wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s"
+HEALTH=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" -s bench/healthz.lua "http://127.0.0.1:$PORT/healthz" | grep '^RESULT')
+echo "$HEALTH"
+
+echo "== unique notifications: wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s"
+UNIQUE=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" -s bench/replay.lua "http://127.0.0.1:$PORT" \
+    -- "$WORK/requests.bin" "$THREADS" | grep '^RESULT')
+echo "$UNIQUE"
+PEAK_UNIQUE_KB=$(awk '/VmHWM/ {print $2}' "/proc/$PID/status")
+
+# Replay only what every thread surely got answered in the unique pass: all duplicates.
+LIMIT=$(( $(field min_issued_per_thread "$UNIQUE") - CONNECTIONS ))
+[ "$LIMIT" -gt 0 ] || LIMIT=1
+echo "== duplicate notifications (first $LIMIT per thread, replayed): wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s"
+DUPLICATE=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" -s bench/replay.lua "http://127.0.0.1:$PORT" \
+    -- "$WORK/requests.bin" "$THREADS" "$LIMIT" | grep '^RESULT')
+echo "$DUPLICATE"
+PEAK_KB=$(awk '/VmHWM/ {print $2}' "/proc/$PID/status")
+
+kill -TERM "$PID"
+wait "$PID" || { echo "ipnd exited with $?"; exit 1; }
+PID=
+
+echo "== checking the store"
+read -r APPLIED DISTINCT DOUBLES DUPLICATES OTHER <<<"$(sqlite3 -separator ' ' "$STORE" "
+    SELECT (SELECT COUNT(*) FROM notifications WHERE verdict = 'applied'),
+           (SELECT COUNT(DISTINCT provider || '|' || account || '|' || dedup_key) FROM notifications WHERE verdict = 'applied'),
+           (SELECT COUNT(*) FROM (SELECT 1 FROM notifications WHERE verdict = 'applied'
+                                  GROUP BY provider, account, dedup_key HAVING COUNT(*) > 1)),
+           (SELECT COUNT(*) FROM notifications WHERE verdict = 'duplicate'),
+           (SELECT COUNT(*) FROM notifications WHERE verdict NOT IN ('applied', 'duplicate'));")"
+INTEGRITY=$(sqlite3 "$STORE" "PRAGMA integrity_check;")
+UNIQUE_COMPLETED=$(field requests "$UNIQUE")
+UNIQUE_ISSUED=$(field issued "$UNIQUE")
+echo "applied=$APPLIED distinct_applied_keys=$DISTINCT keys_applied_twice=$DOUBLES duplicates=$DUPLICATES other_verdicts=$OTHER integrity=$INTEGRITY"
+
+STATUS=ok
+if [ "$DOUBLES" != 0 ] || [ "$APPLIED" != "$DISTINCT" ] || [ "$OTHER" != 0 ] || [ "$INTEGRITY" != ok ] \
+   || [ "$APPLIED" -lt "$UNIQUE_COMPLETED" ] || [ "$APPLIED" -gt "$UNIQUE_ISSUED" ] \
+   || [ "$(field wrapped "$UNIQUE")" != 0 ]; then
+    STATUS=FAILED
+fi
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f%%", (b > 0 ? 100 * a / b : 0) }'; }
+mb() { awk -v k="$1" 'BEGIN { printf "%.1f MB", k / 1024 }'; }
+cat <<EOF
+
+== ipnd benchmark ($(nproc) cores, wrk on the same machine, $THREADS threads, $CONNECTIONS connections, ${DURATION}s per pass)
+                       requests/s   p50 ms   p99 ms  p99.9 ms  non-2xx  errors
+/healthz ceiling     $(printf '%12s %8s %8s %9s %8s %7s' "$(field rps "$HEALTH")" "$(field p50_ms "$HEALTH")" "$(field p99_ms "$HEALTH")" "$(field p999_ms "$HEALTH")" "$(field non2xx "$HEALTH")" "$(( $(field connect_errors "$HEALTH") + $(field read_errors "$HEALTH") + $(field write_errors "$HEALTH") + $(field timeouts "$HEALTH") ))")
+unique notifications $(printf '%12s %8s %8s %9s %8s %7s' "$(field rps "$UNIQUE")" "$(field p50_ms "$UNIQUE")" "$(field p99_ms "$UNIQUE")" "$(field p999_ms "$UNIQUE")" "$(field non2xx "$UNIQUE")" "$(( $(field connect_errors "$UNIQUE") + $(field read_errors "$UNIQUE") + $(field write_errors "$UNIQUE") + $(field timeouts "$UNIQUE") ))")
+duplicate pass       $(printf '%12s %8s %8s %9s %8s %7s' "$(field rps "$DUPLICATE")" "$(field p50_ms "$DUPLICATE")" "$(field p99_ms "$DUPLICATE")" "$(field p999_ms "$DUPLICATE")" "$(field non2xx "$DUPLICATE")" "$(( $(field connect_errors "$DUPLICATE") + $(field read_errors "$DUPLICATE") + $(field write_errors "$DUPLICATE") + $(field timeouts "$DUPLICATE") ))")
+unique / ceiling     $(ratio "$(field rps "$UNIQUE")" "$(field rps "$HEALTH")")
+duplicate / ceiling  $(ratio "$(field rps "$DUPLICATE")" "$(field rps "$HEALTH")")
+RSS                  idle $(mb "$IDLE_RSS_KB"), peak after unique pass $(mb "$PEAK_UNIQUE_KB"), peak $(mb "$PEAK_KB")
+store                $APPLIED applied ($UNIQUE_COMPLETED answered, $UNIQUE_ISSUED sent), $DOUBLES keys applied twice, $DUPLICATES duplicates, integrity $INTEGRITY
+result               $STATUS
+EOF
+[ "$STATUS" = ok ]
