@@ -69,7 +69,15 @@ public final class Daemon: Sendable {
             onServerRunning: { [self] channel in listening(provider: channel.localAddress?.port) },
             logger: logger
         )
-        let opsRouter = Routes.opsRouter(health: health, metrics: MetricsEndpoint(registry: metricsRegistry, store: store))
+        if config.ops.tokenDigests.isEmpty {
+            logger.warning("ops.tokens_sha256 is empty: the ops API answers 401 to every request", metadata: [
+                "ops_listener": "\(config.ops.host):\(config.ops.port)",
+            ])
+        }
+        let opsRouter = Routes.opsRouter(
+            api: OpsAPI(config: config, inbox: inbox, logger: logger), health: health,
+            metrics: MetricsEndpoint(registry: metricsRegistry, store: store),
+            tokenDigests: config.ops.tokenDigests)
         let opsApp = Application(
             router: opsRouter,
             server: .http1(

@@ -23,12 +23,17 @@ enum Routes {
         return router
     }
 
-    /// Health and `/metrics` (no token: the ops listener is private).
-    static func opsRouter(health: HealthEndpoints, metrics: MetricsEndpoint) -> Router<IPNRequestContext> {
+    /// Health, `/metrics` (no token: the ops listener is private) and the ops API (bearer token).
+    static func opsRouter(
+        api: OpsAPI, health: HealthEndpoints, metrics: MetricsEndpoint, tokenDigests: [[UInt8]]
+    ) -> Router<IPNRequestContext> {
         let router = Router(context: IPNRequestContext.self)
-        router.add(middleware: MethodNotAllowedMiddleware(exactPaths: ["/healthz", "/readyz", "/metrics"], allowed: [.get, .head]))
+        router.add(middleware: BearerAuthMiddleware(tokenDigests: tokenDigests))
+        router.add(middleware: MethodNotAllowedMiddleware(
+            exactPaths: ["/healthz", "/readyz", "/metrics", "/api/v1/orders", "/api/v1/notifications"], allowed: [.get, .head]))
         health.register(on: router)
         metrics.register(on: router)
+        api.register(on: router)
         return router
     }
 }
