@@ -17,7 +17,7 @@ private func filledDaemon() async throws -> TestDaemon {
     return daemon
 }
 
-@Suite("ipnd orders / notifications: formats, filters, exit codes over a live store (issue 4)")
+@Suite("ipnd orders / notifications: formats, filters, exit codes over a live store (issue 4)", .serialized)
 struct QueryCommandTests {
     @Test("orders list: json lines with the fields of product.md, newest first, every filter")
     func ordersListJSON() async throws {

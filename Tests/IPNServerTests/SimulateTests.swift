@@ -22,7 +22,7 @@ func shell(_ commandLine: String) async throws -> CommandResult {
     }.get()
 }
 
-@Suite("ipnd simulate against a live daemon (issue 4)")
+@Suite("ipnd simulate against a live daemon (issue 4)", .serialized)
 struct SimulateTests {
     @Test("every provider: a simulated paid notification is applied, with the default amount", arguments: ProviderExpectations.all)
     func applied(_ expected: ProviderExpectations) async throws {
