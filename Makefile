@@ -15,9 +15,11 @@ build: deps
 	$(SWIFT) build
 
 # Git keeps no permission bits but the executable one: the dev config holds (fake) secrets
-# inline, and ipnd refuses secrets that group or others can read.
+# inline, and ipnd refuses secrets that group or others can read. The dev config keeps its
+# store in var/, which git does not keep either.
 run: build
 	chmod 600 $(CONFIG)
+	mkdir -p var
 	.build/debug/ipnd serve --config $(CONFIG)
 
 check-config: build

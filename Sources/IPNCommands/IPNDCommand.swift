@@ -11,7 +11,10 @@ public struct IPNDCommand: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "ipnd",
         abstract: "Receives, verifies and records payment providers' notifications.",
-        subcommands: [Serve.self, CheckConfig.self, Backup.self]
+        version: BuildInfo.version,
+        subcommands: [
+            Serve.self, CheckConfig.self, Orders.self, Notifications.self, Simulate.self, Backup.self,
+        ]
     )
 
     public init() {}
@@ -66,6 +69,12 @@ enum Console {
 
     static func print(_ text: String) {
         FileHandle.standardOutput.write(Data((text + "\n").utf8))
+    }
+
+    /// A command's whole output, written at once; nothing at all when it is empty.
+    static func output(_ text: String) {
+        guard !text.isEmpty else { return }
+        print(text)
     }
 }
 

@@ -15,6 +15,7 @@ public final class Daemon: Sendable {
     public let inbox: Inbox
     let logger: Logger
     let metrics: ServerMetrics
+    let metricsRegistry: MetricsRegistry
     let tally = NotificationTally()
     let notifier: SystemdNotifier
     private let state = Mutex(RunState())
@@ -43,7 +44,8 @@ public final class Daemon: Sendable {
         self.logger = logger
         self.notifier = notifier
         store = try Store(path: config.store.path)
-        let metrics = ServerMetrics()
+        metricsRegistry = MetricsRegistry()
+        let metrics = metricsRegistry.server
         self.metrics = metrics
         inbox = Inbox(store: store, maxBatch: config.store.maxBatch) { size, seconds, failed in
             metrics.commit(batchSize: size, seconds: seconds, failed: failed)
@@ -67,9 +69,15 @@ public final class Daemon: Sendable {
             onServerRunning: { [self] channel in listening(provider: channel.localAddress?.port) },
             logger: logger
         )
-        let opsRouter = Router(context: IPNRequestContext.self)
-        opsRouter.add(middleware: MethodNotAllowedMiddleware(exactPaths: ["/healthz", "/readyz"], allowed: [.get, .head]))
-        health.register(on: opsRouter)
+        if config.ops.tokenDigests.isEmpty {
+            logger.warning("ops.tokens_sha256 is empty: the ops API answers 401 to every request", metadata: [
+                "ops_listener": "\(config.ops.host):\(config.ops.port)",
+            ])
+        }
+        let opsRouter = Routes.opsRouter(
+            api: OpsAPI(config: config, inbox: inbox, logger: logger), health: health,
+            metrics: MetricsEndpoint(registry: metricsRegistry, store: store),
+            tokenDigests: config.ops.tokenDigests)
         let opsApp = Application(
             router: opsRouter,
             server: .http1(

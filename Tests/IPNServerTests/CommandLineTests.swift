@@ -33,15 +33,35 @@ private func blockingIPND(_ arguments: [String], environment: [String: String], 
     process.standardOutput = out
     process.standardError = err
     try process.run()
+    // Drain both pipes while the process runs: output larger than a pipe buffer would
+    // otherwise block it until the deadline.
+    let stdout = PipeReader(out)
+    let stderr = PipeReader(err)
     let deadline = Date().addingTimeInterval(timeout)
     while process.isRunning, Date() < deadline { usleep(20_000) }
     if process.isRunning { process.terminate() }
     process.waitUntilExit()
-    return CommandResult(
-        status: process.terminationStatus,
-        stdout: String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self),
-        stderr: String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    )
+    return CommandResult(status: process.terminationStatus, stdout: stdout.text(), stderr: stderr.text())
+}
+
+/// Reads a pipe to its end on a thread of its own.
+final class PipeReader: @unchecked Sendable {
+    private let done = DispatchSemaphore(value: 0)
+    private var data = Data()
+
+    init(_ pipe: Pipe) {
+        let handle = pipe.fileHandleForReading
+        Thread.detachNewThread { [self] in
+            data = handle.readDataToEndOfFile()
+            done.signal()
+        }
+    }
+
+    /// Waits for the end of the pipe (blocking: call it on a dedicated thread).
+    func text() -> String {
+        done.wait()
+        return String(decoding: data, as: UTF8.self)
+    }
 }
 
 func writeConfig(_ yaml: String, mode: Int = 0o600) throws -> String {

@@ -360,16 +360,24 @@ struct ProductionTests {
         let daemon = try await TestDaemon.start()
         let configPath = daemon.directory.appendingPathComponent("ipnd.yaml").path
         let stop = Locked<Bool>(false)
+        let delivered = Locked<Int>(0)
         let load = Task {
             var index = 0
             while !stop.withLock({ $0 }) {
                 index += 1
                 let body = UnlimintRequests.body(order: "BK-\(index)", id: "\(index)", status: index % 3 == 0 ? "NEW" : "COMPLETED")
                 _ = try await daemon.post("/ipn/unlimint", body: body, headers: UnlimintRequests.headers(for: body))
+                delivered.withLock { $0 = index }
             }
             return index
         }
-        try await Task.sleep(for: .milliseconds(300))
+        // Deliveries keep arriving before, between and after the copies: wait for them by
+        // count, not by the clock, which a loaded machine stretches.
+        // (Bounded, so a load task that failed cannot hang the test: `sent` below then fails.)
+        func deliveries(beyond count: Int) async throws {
+            for _ in 0..<6000 where delivered.withLock({ $0 }) < count + 7 { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        try await deliveries(beyond: 0)
         var copies: [String] = []
         for round in 0..<3 {
             let copy = daemon.directory.appendingPathComponent("backup-\(round).sqlite").path
@@ -377,7 +385,7 @@ struct ProductionTests {
             #expect(result.status == 0, "\(result.stderr)")
             #expect(result.stdout.contains("integrity ok"))
             copies.append(copy)
-            try await Task.sleep(for: .milliseconds(200))
+            try await deliveries(beyond: delivered.withLock { $0 })
         }
         stop.withLock { $0 = true }
         let sent = try await load.value

@@ -2,6 +2,7 @@ import Hummingbird
 import IPNCore
 import IPNStore
 import Logging
+import NIOCore
 
 /// The provider-facing and ops routers.
 enum Routes {
@@ -20,6 +21,35 @@ enum Routes {
         }
         health.register(on: router)
         return router
+    }
+
+    /// Health, `/metrics` (no token: the ops listener is private) and the ops API (bearer token).
+    static func opsRouter(
+        api: OpsAPI, health: HealthEndpoints, metrics: MetricsEndpoint, tokenDigests: [[UInt8]]
+    ) -> Router<IPNRequestContext> {
+        let router = Router(context: IPNRequestContext.self)
+        router.add(middleware: BearerAuthMiddleware(tokenDigests: tokenDigests))
+        router.add(middleware: MethodNotAllowedMiddleware(
+            exactPaths: ["/healthz", "/readyz", "/metrics", "/api/v1/orders", "/api/v1/notifications"], allowed: [.get, .head]))
+        health.register(on: router)
+        metrics.register(on: router)
+        api.register(on: router)
+        return router
+    }
+}
+
+/// `GET /metrics`: Prometheus text format.
+struct MetricsEndpoint: Sendable {
+    let registry: MetricsRegistry
+    let store: Store
+
+    func register(on router: Router<IPNRequestContext>) {
+        router.get("/metrics") { _, _ in
+            var headers = HTTPFields()
+            headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
+            return Response(status: .ok, headers: headers,
+                            body: ResponseBody(byteBuffer: ByteBuffer(string: await registry.scrape(store: store))))
+        }
     }
 }
 

@@ -12,7 +12,9 @@ public struct ServerMetrics: Sendable {
     let commitFailures: Counter
     private let timeouts: Counter
 
-    public init() {
+    /// - Parameter factory: where the instruments live (the daemon's own Prometheus registry;
+    ///   never the process-wide `MetricsSystem`, so several daemons can share a process).
+    public init(factory: any MetricsFactory) {
         var notifications: [String: Counter] = [:]
         var latency: [String: Timer] = [:]
         var tooLarge: [String: Counter] = [:]
@@ -20,21 +22,24 @@ public struct ServerMetrics: Sendable {
         for provider in ProviderRegistry.all.map({ $0.name }) {
             for verdict in Verdict.allCases {
                 notifications[Self.key(provider, verdict)] = Counter(
-                    label: "ipnd_notifications_total", dimensions: [("provider", provider), ("verdict", verdict.rawValue)])
+                    label: "ipnd_notifications_total", dimensions: [("provider", provider), ("verdict", verdict.rawValue)],
+                    factory: factory)
             }
             latency[provider] = Timer(label: "ipnd_request_duration_seconds", dimensions: [("provider", provider)],
-                                      preferredDisplayUnit: .seconds)
-            tooLarge[provider] = Counter(label: "ipnd_requests_too_large_total", dimensions: [("provider", provider)])
-            unavailable[provider] = Counter(label: "ipnd_store_unavailable_total", dimensions: [("provider", provider)])
+                                      preferredDisplayUnit: .seconds, factory: factory)
+            tooLarge[provider] = Counter(label: "ipnd_requests_too_large_total", dimensions: [("provider", provider)],
+                                         factory: factory)
+            unavailable[provider] = Counter(label: "ipnd_store_unavailable_total", dimensions: [("provider", provider)],
+                                            factory: factory)
         }
         self.notifications = notifications
         self.latency = latency
         self.tooLarge = tooLarge
         self.unavailable = unavailable
-        commitDuration = Timer(label: "ipnd_store_commit_duration_seconds", preferredDisplayUnit: .seconds)
-        commitBatchSize = Recorder(label: "ipnd_store_commit_batch_size", aggregate: true)
-        commitFailures = Counter(label: "ipnd_store_commit_failures_total")
-        timeouts = Counter(label: "ipnd_request_timeouts_total")
+        commitDuration = Timer(label: "ipnd_store_commit_duration_seconds", preferredDisplayUnit: .seconds, factory: factory)
+        commitBatchSize = Recorder(label: "ipnd_store_commit_batch_size", aggregate: true, factory: factory)
+        commitFailures = Counter(label: "ipnd_store_commit_failures_total", factory: factory)
+        timeouts = Counter(label: "ipnd_request_timeouts_total", factory: factory)
     }
 
     func requestTimedOut() { timeouts.increment() }

@@ -74,11 +74,15 @@ final class TestDaemon: Sendable {
         }
     }
 
+    /// The bearer token the test daemons accept on the ops API.
+    static let opsToken = "test-ops-token"
+
     static func start(
         providersYAML: String = defaultProvidersYAML(),
         serverYAML: String = "",
         maxBatch: Int = 256,
-        storeDirectory: URL? = nil
+        storeDirectory: URL? = nil,
+        opsTokens: [String] = [opsToken]
     ) async throws -> TestDaemon {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ipnd-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -94,6 +98,7 @@ final class TestDaemon: Sendable {
             ops:
               host: 127.0.0.1
               port: 0
+            \(opsTokens.isEmpty ? "" : "  tokens_sha256: [\(opsTokens.map { Hex.encode(Crypto.digest(.sha256, Array($0.utf8))) }.joined(separator: ", "))]")
             \(providersYAML)
             """
         let configPath = directory.appendingPathComponent("ipnd.yaml").path
@@ -152,6 +157,14 @@ final class TestDaemon: Sendable {
         let buffer = try await response.body.collect(upTo: 16 * 1024 * 1024)
         return Answer(status: Int(response.status.code), headers: response.headers, body: Array(buffer: buffer))
     }
+
+    /// `GET` on the ops listener with a bearer token.
+    func api(_ path: String, token: String? = TestDaemon.opsToken) async throws -> Answer {
+        try await get(path, ops: true, headers: token.map { [("Authorization", "Bearer \($0)")] } ?? [])
+    }
+
+    /// The config file the daemon was started with (for `ipnd` commands).
+    var configPath: String { config.path }
 
     /// Reads the SQLite file directly, as an independent reader would.
     func query<T>(_ body: (Database) throws -> T) throws -> T {

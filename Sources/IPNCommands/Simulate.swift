@@ -1,0 +1,168 @@
+import ArgumentParser
+import AsyncHTTPClient
+import Foundation
+import IPNConfig
+import IPNCore
+import IPNServer
+import NIOCore
+import NIOHTTP1
+
+/// `ipnd simulate PROVIDER --order REF --status S`: a notification signed with the config's
+/// secrets, sent to the running daemon (or printed as a curl command).
+struct Simulate: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Send a correctly signed test notification to the running daemon, or print it as a curl command.",
+        discussion: """
+            The notification is signed with the account's secrets from the config (Alipay needs \
+            simulate_private_key_file). --status takes the provider's own status word: citcon success, \
+            ipay88 1, alipay S / F / PENDING, unlimint COMPLETED, juspay CHARGED, for example. Every run uses \
+            new provider ids, so it is never a duplicate. Prints the daemon's HTTP status and body; exits 0 \
+            only on a 2xx answer.
+            """
+    )
+
+    @OptionGroup var options: ConfigOptions
+
+    @Argument(help: "The provider (citcon, ipay88, alipay, unlimint, juspay).")
+    var provider: String
+
+    @Option(help: "The merchant's order reference.")
+    var order: String
+
+    @Option(help: "The provider's own status word (COMPLETED, 1, S, CHARGED, ...).")
+    var status: String
+
+    @Option(help: "The amount in major units (default 10.00).")
+    var amount: String = "10.00"
+
+    @Option(help: "The ISO 4217 currency (default USD; INR for juspay).")
+    var currency: String?
+
+    @Option(help: "The account to sign for and post to.")
+    var account: String = "default"
+
+    @Option(help: "Where ipnd listens (default http://<server.host>:<server.port> from the config); the provider route is appended when the URL has no path.")
+    var url: String?
+
+    @Flag(name: .customLong("print"), help: "Print a runnable curl command instead of sending.")
+    var printOnly = false
+
+    func validate() throws {
+        do throws(QueryParameterError) {
+            _ = try QueryParameters.provider(provider)
+        } catch {
+            throw ValidationError(error.message)
+        }
+        _ = try money()
+        guard !order.isEmpty else { throw ValidationError("--order must not be empty") }
+        if let url { _ = try target(base: url) }
+    }
+
+    func run() async throws {
+        let config = try options.load()
+        let account = try Accounts.require(config, provider: provider, account: self.account)
+        let (url, path) = try target(base: url ?? Self.defaultBase(config.server))
+        let now = Timestamp.format(epochMilliseconds: Int64(Date().timeIntervalSince1970 * 1000))
+        let spec = SimulationSpec(
+            orderRef: order, status: status, amount: try money(), path: path, uniqueID: Self.uniqueID(),
+            time: String(now.prefix(19)) + "Z")
+        let request: RawRequest
+        do {
+            request = try account.provider.simulatedRequest(spec)
+        } catch {
+            Console.error("config error: \(account.keyPath): cannot sign a simulated notification: \(error)")
+            throw ExitStatus.configError
+        }
+        if printOnly {
+            Console.print(CurlCommand.text(url: url, request: request))
+            return
+        }
+        Console.print("POST \(url)  order \(order)  status \(status)  \(spec.amount)")
+        let answer: (status: HTTPResponseStatus, body: String)
+        do {
+            answer = try await send(request, to: url)
+        } catch {
+            Console.error("cannot reach ipnd at \(url): \(error) (is `ipnd serve` running with this config?)")
+            throw ExitCode.failure
+        }
+        Console.print("HTTP \(answer.status.code) \(answer.status.reasonPhrase)")
+        Console.output(answer.body.hasSuffix("\n") ? String(answer.body.dropLast()) : answer.body)
+        guard (200..<300).contains(answer.status.code) else { throw ExitCode.failure }
+    }
+
+    private func send(_ raw: RawRequest, to url: String) async throws -> (status: HTTPResponseStatus, body: String) {
+        var request = HTTPClientRequest(url: url)
+        request.method = .POST
+        for (name, value) in raw.headers { request.headers.add(name: name, value: value) }
+        request.body = .bytes(ByteBuffer(bytes: raw.body))
+        // One request from a terminal: a refused connection is an answer, not something to
+        // retry with backoff until the deadline.
+        var configuration = HTTPClient.Configuration()
+        configuration.connectionPool.retryConnectionEstablishment = false
+        configuration.timeout.connect = .seconds(5)
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        let result: Result<(status: HTTPResponseStatus, body: String), any Error>
+        do {
+            let response = try await client.execute(request, timeout: .seconds(30))
+            let body = try await response.body.collect(upTo: 1024 * 1024)
+            result = .success((response.status, String(decoding: body.readableBytesView, as: UTF8.self)))
+        } catch {
+            result = .failure(error)
+        }
+        try? await client.shutdown()
+        return try result.get()
+    }
+
+    private func money() throws -> Money {
+        let currency = currency ?? (provider == "juspay" ? "INR" : "USD")
+        do {
+            return try Money.parseMajor(amount, currency: currency)
+        } catch {
+            throw ValidationError("--amount \(amount) --currency \(currency): \(error.description)")
+        }
+    }
+
+    /// The URL to post to and the request path (which Alipay signs).
+    private func target(base: String) throws -> (url: String, path: String) {
+        guard var components = URLComponents(string: base), let scheme = components.scheme,
+            ["http", "https"].contains(scheme.lowercased()), components.host?.isEmpty == false
+        else {
+            throw ValidationError("--url \(base) is not an http:// or https:// URL")
+        }
+        if components.path.isEmpty || components.path == "/" {
+            components.path = account == "default" ? "/ipn/\(provider)" : "/ipn/\(provider)/\(account)"
+        }
+        guard let url = components.string else { throw ValidationError("--url \(base) is not a usable URL") }
+        let path = components.percentEncodedPath + (components.percentEncodedQuery.map { "?" + $0 } ?? "")
+        return (url, path)
+    }
+
+    /// `http://<server.host>:<server.port>`, with a wildcard host replaced by loopback.
+    static func defaultBase(_ server: ServerSettings) -> String {
+        var host = server.host
+        if host == "0.0.0.0" || host.isEmpty { host = "127.0.0.1" }
+        if host == "::" { host = "::1" }
+        if host.contains(":") { host = "[\(host)]" }
+        return "http://\(host):\(server.port)"
+    }
+
+    /// New provider ids for every run: `SIM` and 16 hex digits.
+    static func uniqueID() -> String {
+        "SIM" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16)
+    }
+}
+
+/// A request as a runnable curl command line (POSIX shell quoting).
+enum CurlCommand {
+    static func text(url: String, request: RawRequest) -> String {
+        var lines = ["curl -sS -i \(quote(url))"]
+        for (name, value) in request.headers { lines.append("-H \(quote("\(name): \(value)"))") }
+        lines.append("--data-binary \(quote(String(decoding: request.body, as: UTF8.self)))")
+        return lines.joined(separator: " \\\n  ")
+    }
+
+    /// Single-quoted for a POSIX shell: nothing inside is special but the quote itself.
+    static func quote(_ text: String) -> String {
+        "'" + text.replacingOccurrences(of: "'", with: #"'\''"#) + "'"
+    }
+}

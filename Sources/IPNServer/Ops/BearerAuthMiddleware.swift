@@ -1,0 +1,50 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import IPNCore
+
+/// Guards the ops API (`/api/...`): `Authorization: Bearer <token>` whose SHA-256 is one of
+/// `ops.tokens_sha256`, compared in constant time against every digest. Anything else is 401
+/// with `WWW-Authenticate: Bearer`; with no digests configured, everyone gets 401.
+struct BearerAuthMiddleware: RouterMiddleware {
+    typealias Context = IPNRequestContext
+    let tokenDigests: [[UInt8]]
+    let pathPrefix: String
+
+    init(tokenDigests: [[UInt8]], pathPrefix: String = "/api/") {
+        self.tokenDigests = tokenDigests
+        self.pathPrefix = pathPrefix
+    }
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard request.uri.path.hasPrefix(pathPrefix) else { return try await next(request, context) }
+        guard accepts(request.headers[values: .authorization]) else {
+            var response = Response.json(401, RecordJSON.error("a valid bearer token is required"))
+            response.headers[.wwwAuthenticate] = "Bearer"
+            return response
+        }
+        return try await next(request, context)
+    }
+
+    /// Whether exactly one `Authorization` field carries an accepted bearer token.
+    func accepts(_ fields: [String]) -> Bool {
+        guard fields.count == 1, let token = Self.bearerToken(fields[0]) else { return false }
+        let digest = Crypto.digest(.sha256, Array(token.utf8))
+        var matched = false
+        for accepted in tokenDigests {
+            // No early exit: the time taken does not say which digest (if any) matched.
+            if Crypto.constantTimeEquals(digest, accepted) { matched = true }
+        }
+        return matched
+    }
+
+    /// The token of `Bearer <token>` (scheme case-insensitive, RFC 6750); nil otherwise.
+    static func bearerToken(_ value: String) -> String? {
+        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        guard let space = trimmed.firstIndex(where: { $0 == " " || $0 == "\t" }) else { return nil }
+        guard trimmed[..<space].lowercased() == "bearer" else { return nil }
+        let token = trimmed[space...].drop { $0 == " " || $0 == "\t" }
+        guard !token.isEmpty else { return nil }
+        return String(token)
+    }
+}

@@ -1,0 +1,221 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdCore
+import IPNConfig
+import IPNCore
+import IPNStore
+import Logging
+import NIOCore
+
+/// The ops API of product.md section 4, behind `BearerAuthMiddleware`:
+/// `GET /api/v1/orders`, `GET /api/v1/orders/{provider}/{order_ref}`,
+/// `PUT /api/v1/orders/{provider}/{order_ref}/expectation`, `GET /api/v1/notifications`.
+/// Lists are `{"items": [...], "next_cursor": ...}`, newest first, paged by id.
+struct OpsAPI: Sendable {
+    let config: IPNDConfig
+    let inbox: Inbox
+    let logger: Logger
+
+    static let maxExpectationBodyBytes = 4096
+
+    var store: Store { inbox.store }
+
+    func register(on router: Router<IPNRequestContext>) {
+        router.get("/api/v1/orders") { request, _ in await listOrders(request) }
+        router.get("/api/v1/orders/:provider/:order_ref") { request, context in
+            await showOrder(request, provider: context.pathParameter("provider"), orderRef: context.pathParameter("order_ref"))
+        }
+        router.put("/api/v1/orders/:provider/:order_ref/expectation") { request, context in
+            await putExpectation(request, provider: context.pathParameter("provider"), orderRef: context.pathParameter("order_ref"))
+        }
+        router.get("/api/v1/notifications") { request, _ in await listNotifications(request) }
+    }
+
+    func listOrders(_ request: Request) async -> Response {
+        let query = request.uri.queryParameters
+        var filter = OrderFilter()
+        do throws(QueryParameterError) {
+            filter.provider = try query.nonEmpty("provider").map(QueryParameters.provider)
+            filter.account = query.nonEmpty("account")
+            filter.state = try query.nonEmpty("state").map(QueryParameters.state)
+            filter.since = try query.nonEmpty("since").map(QueryParameters.since)
+            filter.limit = try query.nonEmpty("limit").map { text throws(QueryParameterError) in
+                try QueryParameters.limit(text, max: QueryParameters.maxAPILimit)
+            } ?? QueryParameters.defaultLimit
+            filter.beforeID = try query.nonEmpty("cursor").map { text throws(QueryParameterError) in
+                try ListCursor.decode(text, list: .orders)
+            }
+        } catch {
+            return .json(400, RecordJSON.error(error.message))
+        }
+        let pageSize = filter.limit
+        filter.limit = pageSize + 1  // one more than asked says whether another page follows
+        let chosen = filter
+        return await answer {
+            let orders = try await store.read { db in try Queries.orders(db, chosen) }
+            let page = Array(orders.prefix(pageSize))
+            let next = orders.count > pageSize ? page.last.map { ListCursor.encode(.orders, lastID: $0.id) } : nil
+            return .json(200, RecordJSON.page(page.map(RecordJSON.order), nextCursor: next))
+        }
+    }
+
+    func listNotifications(_ request: Request) async -> Response {
+        let query = request.uri.queryParameters
+        var filter = NotificationFilter()
+        do throws(QueryParameterError) {
+            filter.provider = try query.nonEmpty("provider").map(QueryParameters.provider)
+            filter.account = query.nonEmpty("account")
+            filter.verdict = try query.nonEmpty("verdict").map(QueryParameters.verdict)
+            filter.since = try query.nonEmpty("since").map(QueryParameters.since)
+            filter.limit = try query.nonEmpty("limit").map { text throws(QueryParameterError) in
+                try QueryParameters.limit(text, max: QueryParameters.maxAPILimit)
+            } ?? QueryParameters.defaultLimit
+            filter.beforeID = try query.nonEmpty("cursor").map { text throws(QueryParameterError) in
+                try ListCursor.decode(text, list: .notifications)
+            }
+        } catch {
+            return .json(400, RecordJSON.error(error.message))
+        }
+        let includeRaw = query.includesRaw
+        let pageSize = filter.limit
+        filter.limit = pageSize + 1
+        let chosen = filter
+        return await answer {
+            let notifications = try await store.read { db in try Queries.notifications(db, chosen, includeRaw: includeRaw) }
+            let page = Array(notifications.prefix(pageSize))
+            let next = notifications.count > pageSize ? page.last.map { ListCursor.encode(.notifications, lastID: $0.id) } : nil
+            return .json(200, RecordJSON.page(page.map { RecordJSON.notification($0, includeRaw: includeRaw) }, nextCursor: next))
+        }
+    }
+
+    func showOrder(_ request: Request, provider: String, orderRef: String) async -> Response {
+        let query = request.uri.queryParameters
+        let account = query.nonEmpty("account") ?? "default"
+        let includeRaw = query.includesRaw
+        return await answer {
+            let detail = try await store.read { db in
+                try Queries.order(db, provider: provider, account: account, orderRef: orderRef, includeRaw: includeRaw)
+            }
+            guard let detail else {
+                return .json(404, RecordJSON.error("no order \"\(orderRef.prefix(128))\" for \(provider.prefix(32))/\(account.prefix(128))"))
+            }
+            return .json(200, RecordJSON.orderDetail(detail, includeRaw: includeRaw))
+        }
+    }
+
+    func putExpectation(_ request: Request, provider: String, orderRef: String) async -> Response {
+        let body: ByteBuffer
+        do {
+            body = try await request.body.collect(upTo: Self.maxExpectationBodyBytes)
+        } catch {
+            return .json(413, RecordJSON.error("the body is larger than \(Self.maxExpectationBodyBytes) bytes"))
+        }
+        let expectation: ExpectationBody
+        do {
+            expectation = try ExpectationBody(Array(buffer: body))
+        } catch {
+            return .json(400, RecordJSON.error(error.message))
+        }
+        guard config.account(provider: provider, name: expectation.account) != nil else {
+            return .json(404, RecordJSON.error("no account \"\(expectation.account.prefix(128))\" for provider \"\(provider.prefix(32))\" in the config"))
+        }
+        guard !orderRef.isEmpty, orderRef.utf8.count <= 256 else {
+            return .json(400, RecordJSON.error("order_ref must be 1 to 256 bytes"))
+        }
+        let account = expectation.account
+        return await answer {
+            let state = try await inbox.setExpectation(
+                provider: provider, account: account, orderRef: orderRef, amount: expectation.amount)
+            logger.info("expectation registered", metadata: [
+                "provider": "\(provider)", "account": "\(account)", "order_ref": "\(orderRef)",
+                "expected": "\(expectation.amount)", "order_state": "\(state.rawValue)", "via": "ops_api",
+            ])
+            let detail = try await store.read { db in
+                try Queries.order(db, provider: provider, account: account, orderRef: orderRef)
+            }
+            guard let detail else { throw StoreError(message: "the order vanished after its expectation was committed") }
+            return .json(200, RecordJSON.order(detail.order))
+        }
+    }
+
+    /// Runs a store operation; a store failure is a 503 the client may retry.
+    private func answer(_ body: () async throws -> Response) async -> Response {
+        do {
+            return try await body()
+        } catch {
+            logger.error("ops API: store unavailable", metadata: ["error": "\(error)"])
+            var response = Response.json(503, RecordJSON.error("store unavailable, retry later"))
+            response.headers[.retryAfter] = "5"
+            return response
+        }
+    }
+}
+
+/// `{"account": "default", "amount": "12.34", "currency": "USD"}`; `account` may be left out
+/// (`default`), `amount` may be a JSON number, other members are refused.
+struct ExpectationBody {
+    let account: String
+    let amount: Money
+
+    init(_ bytes: [UInt8]) throws(QueryParameterError) {
+        let object: JSONObject
+        do {
+            object = try JSONParser.parseObject(bytes)
+        } catch {
+            throw QueryParameterError("the body is not a JSON object: \(error)")
+        }
+        let known: Set<String> = ["account", "amount", "currency"]
+        if let unknown = object.members.first(where: { !known.contains($0.key) }) {
+            throw QueryParameterError("unknown member \"\(unknown.key.prefix(64))\"; the body takes account, amount and currency")
+        }
+        switch object["account"] {
+        case nil, .null?: account = "default"
+        case .string(let name)? where !name.isEmpty: account = name
+        default: throw QueryParameterError("account must be a non-empty string")
+        }
+        guard let amountText = object["amount"]?.scalarText else {
+            throw QueryParameterError("amount is required, as a decimal string such as \"12.34\"")
+        }
+        guard let currency = object.string("currency") else {
+            throw QueryParameterError("currency is required, as an ISO 4217 code such as \"USD\"")
+        }
+        do {
+            amount = try Money.parseMajor(amountText, currency: currency)
+        } catch {
+            throw QueryParameterError(error.description)
+        }
+    }
+}
+
+extension FlatDictionary<Substring, Substring> {
+    /// The value of query parameter `name`; nil when absent or empty.
+    func nonEmpty(_ name: Substring) -> String? {
+        guard let value = self[name], !value.isEmpty else { return nil }
+        return String(value)
+    }
+
+    /// `include=raw` (or a comma-separated list naming `raw`).
+    var includesRaw: Bool {
+        self[values: "include"].contains { $0.split(separator: ",").contains("raw") }
+    }
+}
+
+extension IPNRequestContext {
+    /// A path parameter, percent-decoded (the router matches on the encoded path).
+    func pathParameter(_ name: String) -> String {
+        let raw = parameters.get(name) ?? ""
+        return raw.removingPercentEncoding ?? raw
+    }
+}
+
+extension Response {
+    /// A JSON answer of the ops API.
+    static func json(_ status: Int, _ value: JSONOut) -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json"
+        return Response(
+            status: HTTPResponse.Status(code: status), headers: headers,
+            body: ResponseBody(byteBuffer: ByteBuffer(string: value.text)))
+    }
+}

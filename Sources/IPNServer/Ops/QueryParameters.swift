@@ -1,0 +1,104 @@
+import Foundation
+import IPNCore
+import IPNStore
+
+/// The filter values ops staff type (CLI flags, API query parameters), checked the same way
+/// for both.
+public enum QueryParameters {
+    /// The largest page the ops API returns; the CLI has no such cap.
+    public static let maxAPILimit = 1000
+    public static let defaultLimit = 100
+
+    /// A provider name ipnd knows.
+    public static func provider(_ text: String) throws(QueryParameterError) -> String {
+        guard ProviderRegistry.provider(named: text) != nil else {
+            throw QueryParameterError("provider \"\(text.prefix(64))\" is not one of \(providerNames)")
+        }
+        return text
+    }
+
+    public static func state(_ text: String) throws(QueryParameterError) -> OrderState {
+        guard let state = OrderState(rawValue: text) else {
+            throw QueryParameterError(
+                "state \"\(text.prefix(64))\" is not one of \(OrderState.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        return state
+    }
+
+    public static func verdict(_ text: String) throws(QueryParameterError) -> Verdict {
+        guard let verdict = Verdict(rawValue: text) else {
+            throw QueryParameterError(
+                "verdict \"\(text.prefix(64))\" is not one of \(Verdict.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        return verdict
+    }
+
+    /// An ISO 8601 / RFC 3339 time or date, as the stored timestamp text it compares with.
+    public static func since(_ text: String) throws(QueryParameterError) -> String {
+        guard let millis = Timestamp.parse(text) else {
+            throw QueryParameterError(
+                "since \"\(text.prefix(64))\" is not an ISO 8601 time (2026-11-21, 2026-11-21T10:00:00Z, 2026-11-21T18:00:00+08:00)")
+        }
+        return Timestamp.format(epochMilliseconds: millis)
+    }
+
+    /// A positive count, at most `max`.
+    public static func limit(_ text: String, max: Int = Int.max) throws(QueryParameterError) -> Int {
+        guard let limit = Int(text), limit >= 1, limit <= max else {
+            throw QueryParameterError("limit \"\(text.prefix(64))\" is not a whole number from 1 to \(max)")
+        }
+        return limit
+    }
+
+    private static var providerNames: String {
+        ProviderRegistry.all.map { $0.name }.joined(separator: ", ")
+    }
+}
+
+/// A filter value that cannot be used; the message says what would be accepted.
+public struct QueryParameterError: Error, Sendable, CustomStringConvertible {
+    public let message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+/// The opaque position in a list the ops API hands back as `next_cursor`: keyset pagination
+/// by id, newest first, so rows inserted while a client pages never shift its pages.
+public enum ListCursor {
+    public enum List: String, Sendable {
+        case orders = "o"
+        case notifications = "n"
+    }
+
+    /// The cursor of the page after the row with `lastID`.
+    public static func encode(_ list: List, lastID: Int64) -> String {
+        Base64URL.encode(Array("\(list.rawValue):\(lastID)".utf8))
+    }
+
+    /// The id the next page starts below.
+    public static func decode(_ text: String, list: List) throws(QueryParameterError) -> Int64 {
+        guard let bytes = Base64URL.decode(text),
+            let plain = String(validating: bytes, as: UTF8.self),
+            plain.hasPrefix(list.rawValue + ":"),
+            let id = Int64(plain.dropFirst(2)), id > 0
+        else {
+            throw QueryParameterError("cursor is not a next_cursor this list returned")
+        }
+        return id
+    }
+}
+
+/// base64url without padding (RFC 4648 section 5): safe in a query string as is.
+enum Base64URL {
+    static func encode(_ bytes: [UInt8]) -> String {
+        Base64.encode(bytes).replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    static func decode(_ text: String) -> [UInt8]? {
+        guard text.utf8.count <= 64 else { return nil }
+        var standard = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        standard += String(repeating: "=", count: (4 - standard.utf8.count % 4) % 4)
+        return Base64.decode(standard)
+    }
+}

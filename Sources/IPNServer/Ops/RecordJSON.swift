@@ -1,0 +1,104 @@
+import IPNCore
+import IPNStore
+
+/// The JSON objects of product.md section 1, shared by the CLI's `--format json` (and csv,
+/// which takes their scalar members) and the ops API, so both say the same thing.
+public enum RecordJSON {
+    /// The scalar members of an order object, in order: the csv columns of `orders list`.
+    public static let orderColumns = [
+        "provider", "account", "order_ref", "provider_txn_id", "state", "amount_minor", "amount", "currency",
+        "refunded_minor", "created_at", "updated_at",
+    ]
+
+    /// The members of a notification object, all scalar: the csv columns of `notifications list`.
+    public static let notificationColumns = [
+        "id", "provider", "account", "order_ref", "received_at", "verdict", "reason", "provider_status", "dedup_key",
+        "client_ip",
+    ]
+
+    /// An order: `provider`, `account`, `order_ref`, `provider_txn_id`, `state`,
+    /// `amount_minor`, `amount`, `currency`, `refunded_minor`, `expected`, `flags`,
+    /// `created_at`, `updated_at`.
+    public static func order(_ order: OrderRecord) -> JSONOut {
+        .object(orderMembers(order))
+    }
+
+    /// An order with `transitions` and `notifications` (`orders show`,
+    /// `GET /api/v1/orders/{provider}/{order_ref}`). With `includeRaw`, each notification
+    /// also carries its raw body and kept headers.
+    public static func orderDetail(_ detail: OrderDetail, includeRaw: Bool = false) -> JSONOut {
+        .object(orderMembers(detail.order) + [
+            ("transitions", .array(detail.transitions.map(transition))),
+            ("notifications", .array(detail.notifications.map { notification($0, includeRaw: includeRaw) })),
+        ])
+    }
+
+    /// A transition: `from` (null for the first), `to`, `at`, `notification_id` (null for a
+    /// registered expectation).
+    public static func transition(_ transition: TransitionRecord) -> JSONOut {
+        .object([
+            ("from", .optional(transition.from?.rawValue)),
+            ("to", .string(transition.to.rawValue)),
+            ("at", .string(transition.at)),
+            ("notification_id", .optional(transition.notificationID)),
+        ])
+    }
+
+    /// A received notification: `id`, `provider`, `account`, `order_ref`, `received_at`,
+    /// `verdict`, `reason`, `provider_status`, `dedup_key`, `client_ip`; with `includeRaw`
+    /// also `raw_body` (the body as text, null when it is not UTF-8), `raw_body_base64` (its
+    /// exact bytes) and `raw_headers` (the kept header fields as `[name, value]` pairs).
+    public static func notification(_ notification: NotificationRecord, includeRaw: Bool = false) -> JSONOut {
+        var members: [(key: String, value: JSONOut)] = [
+            ("id", .int(notification.id)),
+            ("provider", .string(notification.provider)),
+            ("account", .string(notification.account)),
+            ("order_ref", .optional(notification.orderRef)),
+            ("received_at", .string(notification.receivedAt)),
+            ("verdict", .string(notification.verdict.rawValue)),
+            ("reason", .optional(notification.reason)),
+            ("provider_status", .optional(notification.providerStatus)),
+            ("dedup_key", .optional(notification.dedupKey)),
+            ("client_ip", .optional(notification.clientIP)),
+        ]
+        if includeRaw {
+            let body = notification.body ?? []
+            members.append(("raw_body", .optional(String(validating: body, as: UTF8.self))))
+            members.append(("raw_body_base64", .string(Base64.encode(body))))
+            members.append(("raw_headers", notification.headers.map(JSONOut.verbatim) ?? .null))
+        }
+        return .object(members)
+    }
+
+    /// A page of a list: `{"items": [...], "next_cursor": "..." | null}`.
+    public static func page(_ items: [JSONOut], nextCursor: String?) -> JSONOut {
+        .object([("items", .array(items)), ("next_cursor", .optional(nextCursor))])
+    }
+
+    /// An API error: `{"error": "..."}`.
+    public static func error(_ message: String) -> JSONOut {
+        .object([("error", .string(message))])
+    }
+
+    private static func orderMembers(_ order: OrderRecord) -> [(key: String, value: JSONOut)] {
+        [
+            ("provider", .string(order.provider)),
+            ("account", .string(order.account)),
+            ("order_ref", .string(order.orderRef)),
+            ("provider_txn_id", .optional(order.providerTxnID)),
+            ("state", .string(order.state.rawValue)),
+            ("amount_minor", .optional(order.amount?.minor)),
+            ("amount", .optional(order.amount?.decimal)),
+            ("currency", .optional(order.amount?.currency)),
+            ("refunded_minor", .int(order.refundedMinor)),
+            ("expected", order.expected.map(money) ?? .null),
+            ("flags", .array(order.flags.map(JSONOut.string))),
+            ("created_at", .string(order.createdAt)),
+            ("updated_at", .string(order.updatedAt)),
+        ]
+    }
+
+    private static func money(_ money: Money) -> JSONOut {
+        .object([("amount_minor", .int(money.minor)), ("amount", .string(money.decimal)), ("currency", .string(money.currency))])
+    }
+}
