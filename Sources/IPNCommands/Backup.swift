@@ -13,7 +13,7 @@ struct Backup: AsyncParsableCommand {
     var path: String
 
     func run() async throws {
-        let config = try options.load()
+        let config = try options.load(secrets: .skip)
         do {
             let summary = try StoreBackup.run(source: config.store.path, destination: path)
             Console.print("backup written to \(summary.path): \(summary.orders) orders, \(summary.notifications) notifications, \(summary.bytes) bytes, integrity ok")

@@ -50,10 +50,11 @@ struct ConfigOptions: ParsableArguments {
         config ?? ConfigLoader.defaultPath(environment: ProcessInfo.processInfo.environment)
     }
 
-    /// Loads the config, or prints the error naming the key and exits 2.
-    func load() throws -> IPNDConfig {
+    /// Loads the config, or prints the error naming the key and exits 2. Commands that only
+    /// open the store pass `.skip`: they run outside the service's credentials.
+    func load(secrets: SecretHandling = .resolve) throws -> IPNDConfig {
         do {
-            return try ConfigLoader.load(path: path)
+            return try ConfigLoader.load(path: path, secrets: secrets)
         } catch {
             Console.error(error.description)
             throw ExitStatus.configError

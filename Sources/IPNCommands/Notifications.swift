@@ -34,7 +34,7 @@ struct ListNotifications: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let config = try options.load()
+        let config = try options.load(secrets: .skip)
         let query = NotificationFilter(
             provider: filter.provider, account: filter.account, verdict: verdict.flatMap { Verdict(rawValue: $0) },
             since: filter.sinceTimestamp, limit: filter.limit)

@@ -62,7 +62,7 @@ struct ListOrders: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let config = try options.load()
+        let config = try options.load(secrets: .skip)
         let query = OrderFilter(
             provider: filter.provider, account: filter.account, state: state.flatMap { OrderState(rawValue: $0) },
             since: filter.sinceTimestamp, limit: filter.limit)
@@ -103,7 +103,7 @@ struct ShowOrder: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let config = try options.load()
+        let config = try options.load(secrets: .skip)
         let (provider, account, orderRef) = (provider, account, orderRef)
         let detail = try StoreAccess.read(config) { db in
             try Queries.order(db, provider: provider, account: account, orderRef: orderRef)
@@ -162,8 +162,8 @@ struct ExpectOrder: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let config = try options.load()
-        try Accounts.require(config, provider: provider, account: account)
+        let config = try options.load(secrets: .skip)
+        try Accounts.requireName(config, provider: provider, account: account)
         let amount = try money()
         let state: OrderState
         do {

@@ -18,10 +18,18 @@ enum StoreAccess {
 /// Provider accounts named on the command line.
 enum Accounts {
     /// The configured account, or a message naming the configured ones and exit 2.
-    @discardableResult
     static func require(_ config: IPNDConfig, provider: String, account: String) throws -> ProviderAccount {
         if let found = config.account(provider: provider, name: account) { return found }
-        let configured = config.accounts.filter { $0.providerName == provider }.map(\.name)
+        try requireName(config, provider: provider, account: account)
+        Console.error("config error: account \(provider)/\(account) was loaded without its secrets")
+        throw ExitStatus.configError
+    }
+
+    /// Checks the account is configured (by name: the config may be loaded without secrets),
+    /// or prints the configured ones and exits 2.
+    static func requireName(_ config: IPNDConfig, provider: String, account: String) throws {
+        if config.hasAccount(provider: provider, name: account) { return }
+        let configured = config.accountNames.filter { $0.provider == provider }.map(\.account)
         Console.error(
             "config error: no account \"\(account)\" for provider \(provider) in \(config.path) "
                 + (configured.isEmpty ? "(the config has no \(provider) accounts)" : "(configured: \(configured.joined(separator: ", ")))"))

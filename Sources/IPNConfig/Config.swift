@@ -7,12 +7,43 @@ public struct IPNDConfig: Sendable {
     public var server: ServerSettings
     public var store: StoreSettings
     public var ops: OpsSettings
+    /// The accounts with their providers built from resolved secrets (empty when loaded
+    /// with `.skip` secrets).
     public var accounts: [ProviderAccount]
+    /// Every configured account's provider and name, whichever way the config was loaded.
+    public var accountNames: [AccountName]
+
+    /// Whether `provider` has an account called `name` in the config.
+    public func hasAccount(provider: String, name: String) -> Bool {
+        accountNames.contains { $0.provider == provider && $0.account == name }
+    }
 
     /// The account serving `POST /ipn/{provider}/{account}`.
     public func account(provider: String, name: String) -> ProviderAccount? {
         accounts.first { $0.providerName == provider && $0.name == name }
     }
+}
+
+/// A configured account, by name only.
+public struct AccountName: Sendable, Equatable {
+    public var provider: String
+    public var account: String
+
+    public init(provider: String, account: String) {
+        self.provider = provider
+        self.account = account
+    }
+}
+
+/// Whether loading reads secrets and builds the providers.
+public enum SecretHandling: Sendable {
+    /// Read every secret (files included), check who may read them, build each provider:
+    /// what `serve`, `check-config` and `simulate` need.
+    case resolve
+    /// Check that every required secret is configured, but read no secret file and build no
+    /// provider: enough for commands that only open the store (`orders`, `notifications`,
+    /// `backup`), which ops staff run outside the service's credentials.
+    case skip
 }
 
 /// The provider-facing listener.

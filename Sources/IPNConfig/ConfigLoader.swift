@@ -12,13 +12,14 @@ public enum ConfigLoader {
 
     public static func load(
         path: String,
-        environment: [String: String] = ProcessInfo.processInfo.environment
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        secrets: SecretHandling = .resolve
     ) throws(ConfigError) -> IPNDConfig {
         let file = try ConfigFile.read(path)
         var root = try ConfigNode.parse(yaml: file.text, path: path)
         try EnvironmentOverrides.apply(environment, to: &root)
         let resolver = PathResolver(configPath: file.absolutePath, credentialsDirectory: environment["CREDENTIALS_DIRECTORY"])
-        return try Validator(resolver: resolver, file: file).config(from: root)
+        return try Validator(resolver: resolver, file: file, secrets: secrets).config(from: root)
     }
 }
 

@@ -5,6 +5,7 @@ import IPNCore
 struct Validator {
     let resolver: PathResolver
     let file: ConfigFile
+    let secrets: SecretHandling
 
     private static let topLevelKeys = ["server", "store", "ops", "providers"]
     private static let serverKeys = ["host", "port", "max_body_bytes", "request_timeout_seconds", "idle_timeout_seconds", "trusted_proxies"]
@@ -21,14 +22,15 @@ struct Validator {
             throw ConfigError(key: "ops.port", "must differ from server.port (\(server.port)): the ops listener is a separate port")
         }
         var inlineSecrets: [String] = []
-        let accounts = try providerAccounts(root["providers"], inlineSecrets: &inlineSecrets)
-        if let first = inlineSecrets.first, FileAccess.readableByOthers(mode: file.mode) {
+        var names: [AccountName] = []
+        let accounts = try providerAccounts(root["providers"], inlineSecrets: &inlineSecrets, names: &names)
+        if secrets == .resolve, let first = inlineSecrets.first, FileAccess.readableByOthers(mode: file.mode) {
             throw ConfigError(
                 key: first,
                 "is a secret written inline in \(file.absolutePath), which is readable by group or others (mode \(FileAccess.octal(file.mode))); run chmod 600 on it, or move the secret to \(first.split(separator: ".").last.map(String.init) ?? "NAME")_file (LoadCredential=)"
             )
         }
-        return IPNDConfig(path: file.absolutePath, server: server, store: store, ops: ops, accounts: accounts)
+        return IPNDConfig(path: file.absolutePath, server: server, store: store, ops: ops, accounts: accounts, accountNames: names)
     }
 
     // MARK: Sections
@@ -85,7 +87,11 @@ struct Validator {
 
     // MARK: Providers
 
-    private func providerAccounts(_ node: ConfigNode?, inlineSecrets: inout [String]) throws(ConfigError) -> [ProviderAccount] {
+    private func providerAccounts(
+        _ node: ConfigNode?,
+        inlineSecrets: inout [String],
+        names: inout [AccountName]
+    ) throws(ConfigError) -> [ProviderAccount] {
         let known = ProviderRegistry.all.map { $0.name }
         guard let node, let pairs = try optionalMapping(node, key: "providers"), !pairs.isEmpty else {
             throw ConfigError(key: "providers", "no provider account is configured (known providers: \(known.joined(separator: ", ")))")
@@ -98,24 +104,37 @@ struct Validator {
             guard case .sequence(let items, _) = entries, !items.isEmpty else {
                 throw ConfigError(key: "providers.\(name)", "must be a list of accounts (- account: default ...), found \(entries.kindName)")
             }
-            var names = Set<String>()
+            var seen = Set<String>()
             for (index, item) in items.enumerated() {
-                let account = try providerAccount(type, item, keyPath: "providers.\(name)[\(index)]", inlineSecrets: &inlineSecrets)
-                guard names.insert(account.name).inserted else {
-                    throw ConfigError(key: "providers.\(name)[\(index)].account", "\"\(account.name)\" is configured twice for \(name)")
+                let keyPath = "providers.\(name)[\(index)]"
+                let (accountName, settings) = try accountSettings(type, item, keyPath: keyPath, inlineSecrets: &inlineSecrets)
+                guard seen.insert(accountName).inserted else {
+                    throw ConfigError(key: "\(keyPath).account", "\"\(accountName)\" is configured twice for \(name)")
                 }
-                accounts.append(account)
+                names.append(AccountName(provider: type.name, account: accountName))
+                guard secrets == .resolve else { continue }
+                let provider: any NotificationProvider
+                do {
+                    provider = try type.init(settings: settings)
+                } catch {
+                    throw ConfigError(key: error.key, error.message)
+                }
+                let allowIPs = try item["allow_ips"].map { node throws(ConfigError) in try networks(node, key: "\(keyPath).allow_ips") }
+                accounts.append(ProviderAccount(
+                    providerName: type.name, name: accountName, keyPath: keyPath, allowIPs: allowIPs, provider: provider))
             }
         }
         return accounts
     }
 
-    private func providerAccount(
+    /// Validates one account entry and resolves its settings (secret files are read only when
+    /// `secrets` is `.resolve`); returns the account name and the settings.
+    private func accountSettings(
         _ type: any NotificationProvider.Type,
         _ node: ConfigNode,
         keyPath: String,
         inlineSecrets: inout [String]
-    ) throws(ConfigError) -> ProviderAccount {
+    ) throws(ConfigError) -> (String, AccountSettings) {
         let pairs = try mapping(node, key: keyPath)
         var allowed = ["account", "allow_ips"]
         for key in type.accountKeys {
@@ -133,7 +152,7 @@ struct Validator {
                 throw ConfigError(key: "\(keyPath).account", "must be 1-64 letters, digits, '.', '_' or '-' (it is a URL path segment)")
             }
         }
-        let allowIPs = try node["allow_ips"].map { node throws(ConfigError) in try networks(node, key: "\(keyPath).allow_ips") }
+        if let allowIPs = node["allow_ips"] { _ = try networks(allowIPs, key: "\(keyPath).allow_ips") }
 
         var settings = AccountSettings(provider: type.name, account: accountName, keyPath: keyPath)
         for key in type.accountKeys {
@@ -151,6 +170,11 @@ struct Validator {
                     if key.kind == .secret { inlineSecrets.append(keyName) }
                 } else if let fileNode {
                     let paths = try stringList(fileNode, key: keyName + "_file")
+                    if secrets == .skip {
+                        // Configured; its files are the service's business (LoadCredential=).
+                        settings.lists[key.name] = paths.map { _ in "<not read>" }
+                        continue
+                    }
                     for (index, path) in paths.enumerated() {
                         let fileKey = paths.count > 1 ? "\(keyName)_file[\(index)]" : "\(keyName)_file"
                         values.append(try secretFile(resolver.credential(path), key: fileKey, isSecret: key.kind == .secret))
@@ -165,7 +189,7 @@ struct Validator {
             case .fileContents:
                 if let value = node[key.name] {
                     let path = resolver.configRelative(try nonEmptyString(value, key: keyName))
-                    settings.strings[key.name] = try readFile(path, key: keyName)
+                    settings.strings[key.name] = secrets == .resolve ? try readFile(path, key: keyName) : "<not read>"
                 }
             }
             if key.required, settings.lists[key.name] == nil, settings.strings[key.name] == nil {
@@ -173,13 +197,7 @@ struct Validator {
                 throw ConfigError(key: keyName, "is required\(hint)")
             }
         }
-        let provider: any NotificationProvider
-        do {
-            provider = try type.init(settings: settings)
-        } catch {
-            throw ConfigError(key: error.key, error.message)
-        }
-        return ProviderAccount(providerName: type.name, name: accountName, keyPath: keyPath, allowIPs: allowIPs, provider: provider)
+        return (accountName, settings)
     }
 
     /// Reads a secret file: one secret, without its trailing line break. Secret files must not

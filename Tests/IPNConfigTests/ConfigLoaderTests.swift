@@ -278,3 +278,52 @@ struct ConfigLoaderTests {
         #expect(try ConfigDirectory().error("server:\n  port: 1\n  port: 2\n" + minimalProviders) != nil)
     }
 }
+
+@Suite("Loading without secrets, for commands that only open the store")
+struct SkipSecretsTests {
+    let yaml = """
+        store:
+          path: s.sqlite
+        providers:
+          unlimint:
+            - account: default
+              callback_secret_file: unlimint-callback-secret
+          alipay:
+            - account: shop2
+              client_id: C1
+              public_key_file: antom.pem
+              simulate_private_key_file: nowhere.pem
+        """
+
+    @Test("secret files that are not there (LoadCredential= only gives them to the service) are not read")
+    func skipsFiles() throws {
+        let dir = try ConfigDirectory()
+        #expect(dir.error(yaml)?.key == "providers.unlimint[0].callback_secret_file")
+        let path = try dir.write("ipnd.yaml", yaml, mode: 0o644)
+        let config = try ConfigLoader.load(path: path, environment: [:], secrets: .skip)
+        #expect(config.accounts.isEmpty)
+        #expect(config.accountNames == [AccountName(provider: "unlimint", account: "default"), AccountName(provider: "alipay", account: "shop2")])
+        #expect(config.hasAccount(provider: "alipay", name: "shop2"))
+        #expect(!config.hasAccount(provider: "alipay", name: "default"))
+        #expect(config.store.path == dir.url.appendingPathComponent("s.sqlite").path)
+    }
+
+    @Test("the rest is validated as strictly: unknown keys and missing secrets still fail, naming the key")
+    func stillStrict() throws {
+        let dir = try ConfigDirectory()
+        let unknown = try dir.write("a.yaml", yaml + "\n      colour: red\n")
+        #expect(throws: ConfigError(key: "providers.alipay[0].colour",
+                                    "unknown key; providers.alipay[0] takes account, allow_ips, client_id, public_key, public_key_file, notify_path, simulate_private_key_file")) {
+            try ConfigLoader.load(path: unknown, environment: [:], secrets: .skip)
+        }
+        let missing = try dir.write("b.yaml", "providers:\n  unlimint:\n    - account: default\n")
+        do {
+            _ = try ConfigLoader.load(path: missing, environment: [:], secrets: .skip)
+            Issue.record("a missing secret was accepted")
+        } catch {
+            #expect(error.key == "providers.unlimint[0].callback_secret")
+        }
+        let badPort = try dir.write("c.yaml", "server:\n  port: http\n" + yaml)
+        #expect(throws: ConfigError.self) { try ConfigLoader.load(path: badPort, environment: [:], secrets: .skip) }
+    }
+}

@@ -120,3 +120,35 @@ struct CommandLineTests {
         #expect(try await ipnd(["serve", "--no-such-flag"]).status == 64)
     }
 }
+
+@Suite("Store commands run outside the service's credentials")
+struct StoreCommandsWithoutCredentialsTests {
+    @Test("orders list, notifications list and backup work with a production config whose secret files they cannot see; serve does not")
+    func productionConfig() async throws {
+        let daemon = try await TestDaemon.start()
+        let body = UnlimintRequests.body(order: "PROD-1", id: "1", status: "COMPLETED")
+        #expect(try await daemon.post("/ipn/unlimint", body: body, headers: UnlimintRequests.headers(for: body)).status == 200)
+        // The way deploy/ipnd.yaml reads: every secret a credential file, none readable here.
+        let path = try writeConfig("""
+            store:
+              path: \(daemon.config.store.path)
+            providers:
+              unlimint:
+                - account: default
+                  callback_secret_file: unlimint-callback-secret
+            """, mode: 0o644)
+        let orders = try await ipnd(["orders", "list", "--config", path, "--format", "json"])
+        #expect(orders.status == 0, "\(orders.stderr)")
+        #expect(orders.stdout.contains(#""order_ref":"PROD-1""#))
+        let notifications = try await ipnd(["notifications", "list", "--config", path, "--format", "csv"])
+        #expect(notifications.status == 0, "\(notifications.stderr)")
+        let copy = daemon.directory.appendingPathComponent("prod-backup.sqlite").path
+        let backup = try await ipnd(["backup", "--config", path, copy])
+        #expect(backup.status == 0, "\(backup.stderr)")
+        #expect(FileManager.default.fileExists(atPath: copy))
+        let serve = try await ipnd(["check-config", "--config", path])
+        #expect(serve.status == 2)
+        #expect(serve.stderr.contains("providers.unlimint[0].callback_secret_file"))
+        try await daemon.stop()
+    }
+}
