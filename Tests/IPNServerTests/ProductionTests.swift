@@ -104,8 +104,12 @@ struct ProductionTests {
         #expect(pings.count >= 4, "\(messages)")
         #expect(pings.allSatisfy { $0.message.contains("STATUS=serving") })
         if pings.count >= 3 {
-            let gaps = zip(pings.dropFirst(), pings).map { $0.at.timeIntervalSince($1.at) }
-            #expect(gaps.allSatisfy { $0 > 0.1 && $0 < 0.35 }, "gaps \(gaps)")
+            // Pings come every half interval (0.2 s): never in a burst, and typically well inside
+            // the 0.4 s systemd allows. Each gap is bounded loosely (a loaded machine delays
+            // timers); the median says the period is half the interval, not the whole of it.
+            let gaps = zip(pings.dropFirst(), pings).map { $0.at.timeIntervalSince($1.at) }.sorted()
+            #expect(gaps.allSatisfy { $0 > 0.1 }, "gaps \(gaps)")
+            #expect(gaps[gaps.count / 2] < 0.3, "median gap of \(gaps)")
         }
         daemon.signal(SIGTERM)
         let stopping = await notify.receive(for: 5) { $0.hasPrefix("STOPPING=1") }
