@@ -104,11 +104,12 @@ struct ProductionTests {
         #expect(pings.count >= 4, "\(messages)")
         #expect(pings.allSatisfy { $0.message.contains("STATUS=serving") })
         if pings.count >= 3 {
-            // Pings come every half interval (0.2 s): never in a burst, and typically well inside
-            // the 0.4 s systemd allows. Each gap is bounded loosely (a loaded machine delays
-            // timers); the median says the period is half the interval, not the whole of it.
+            // Pings come every half interval (0.2 s). Arrival times are read by a thread a loaded
+            // machine may delay, so single gaps prove little; the count over the window (no
+            // bursts: at most one per 0.2 s, plus slack) and the median gap (half the interval,
+            // not the whole of it) do.
             let gaps = zip(pings.dropFirst(), pings).map { $0.at.timeIntervalSince($1.at) }.sorted()
-            #expect(gaps.allSatisfy { $0 > 0.1 }, "gaps \(gaps)")
+            #expect(pings.count <= Int(1.5 / 0.2) + 2, "\(pings.count) pings in 1.5 s")
             #expect(gaps[gaps.count / 2] < 0.3, "median gap of \(gaps)")
         }
         daemon.signal(SIGTERM)
