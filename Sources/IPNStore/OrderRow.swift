@@ -23,15 +23,15 @@ struct OrderRow {
         """
 
     static func fetch(_ db: Database, scope: Scope, orderRef: String) throws -> OrderRow? {
-        try Row.fetchOne(
-            db.cachedStatement(sql: "SELECT \(columns) FROM orders WHERE provider = ? AND account = ? AND order_ref = ?"),
-            arguments: [scope.provider, scope.account, orderRef]
-        ).map { try OrderRow(row: $0) }
+        let query = try RawStatement(db, "SELECT \(columns) FROM orders WHERE provider = ? AND account = ? AND order_ref = ?")
+        try query.bind(.text(scope.provider), .text(scope.account), .text(orderRef))
+        return try query.first(OrderRow.init(row:))
     }
 
     static func fetch(_ db: Database, id: Int64) throws -> OrderRow? {
-        try Row.fetchOne(db.cachedStatement(sql: "SELECT \(columns) FROM orders WHERE id = ?"), arguments: [id])
-            .map { try OrderRow(row: $0) }
+        let query = try RawStatement(db, "SELECT \(columns) FROM orders WHERE id = ?")
+        try query.bind(.int(id))
+        return try query.first(OrderRow.init(row:))
     }
 
     static func insert(
@@ -44,14 +44,15 @@ struct OrderRow {
         providerTxnID: String?,
         now: String
     ) throws -> OrderRow {
-        try db.cachedStatement(sql: """
+        let insert = try RawStatement(db, """
             INSERT INTO orders (provider, account, order_ref, provider_txn_id, state, amount_minor, currency,
                                 refunded_minor, created_at, updated_at)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """).execute(arguments: [
-            scope.provider, scope.account, orderRef, providerTxnID, state.rawValue, amount?.minor, amount?.currency,
-            refundedMinor, now, now,
-        ])
+            """)
+        try insert.bind(
+            .text(scope.provider), .text(scope.account), .text(orderRef), .text(providerTxnID), .text(state.rawValue),
+            .int(amount?.minor), .text(amount?.currency), .int(refundedMinor), .text(now), .text(now))
+        try insert.run()
         return OrderRow(
             id: db.lastInsertedRowID, orderRef: orderRef, state: state, amount: amount, refundedMinor: refundedMinor,
             expected: nil, flags: [], providerTxnID: providerTxnID, updatedAt: now
@@ -59,14 +60,15 @@ struct OrderRow {
     }
 
     func update(_ db: Database) throws {
-        try db.cachedStatement(sql: """
+        let update = try RawStatement(db, """
             UPDATE orders SET state = ?, amount_minor = ?, currency = ?, refunded_minor = ?, flags = ?,
                               provider_txn_id = ?, updated_at = ?
             WHERE id = ?
-            """).execute(arguments: [
-            state.rawValue, amount?.minor, amount?.currency, refundedMinor, flags.joined(separator: ","),
-            providerTxnID, updatedAt, id,
-        ])
+            """)
+        try update.bind(
+            .text(state.rawValue), .int(amount?.minor), .text(amount?.currency), .int(refundedMinor),
+            .text(flags.joined(separator: ",")), .text(providerTxnID), .text(updatedAt), .int(id))
+        try update.run()
     }
 
     private init(
@@ -84,25 +86,20 @@ struct OrderRow {
         self.updatedAt = updatedAt
     }
 
-    private init(row: Row) throws {
-        id = row["id"]
-        orderRef = row["order_ref"]
-        let stateText: String = row["state"]
+    private init(row: RawStatement.Row) throws {
+        id = row.int(0) ?? 0
+        orderRef = row.text(1) ?? ""
+        let stateText = row.text(2) ?? ""
         guard let state = OrderState(rawValue: stateText) else {
             throw StoreError(message: "order \(id) has an unknown state \"\(stateText)\" in the store")
         }
         self.state = state
-        let amountMinor: Int64? = row["amount_minor"]
-        let currency: String? = row["currency"]
-        amount = zip(amountMinor, currency).map { Money(minor: $0, currency: $1) }
-        refundedMinor = row["refunded_minor"]
-        let expectedMinor: Int64? = row["expected_amount_minor"]
-        let expectedCurrency: String? = row["expected_currency"]
-        expected = zip(expectedMinor, expectedCurrency).map { Money(minor: $0, currency: $1) }
-        let flagText: String = row["flags"]
-        flags = flagText.split(separator: ",").map(String.init)
-        providerTxnID = row["provider_txn_id"]
-        updatedAt = row["updated_at"]
+        amount = zip(row.int(3), row.text(4)).map { Money(minor: $0, currency: $1) }
+        refundedMinor = row.int(5) ?? 0
+        expected = zip(row.int(6), row.text(7)).map { Money(minor: $0, currency: $1) }
+        flags = (row.text(8) ?? "").split(separator: ",").map(String.init)
+        providerTxnID = row.text(9)
+        updatedAt = row.text(10) ?? ""
     }
 }
 

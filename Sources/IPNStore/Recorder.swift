@@ -25,10 +25,9 @@ enum Recorder {
         now: String
     ) throws -> RecordOutcome {
         let scope = Scope(provider: request.provider, account: request.account)
-        if let firstID = try Int64.fetchOne(
-            db.cachedStatement(sql: "SELECT notification_id FROM dedup_keys WHERE provider = ? AND account = ? AND dedup_key = ?"),
-            arguments: [scope.provider, scope.account, notification.dedupKey]
-        ) {
+        let dedup = try RawStatement(db, "SELECT notification_id FROM dedup_keys WHERE provider = ? AND account = ? AND dedup_key = ?")
+        try dedup.bind(.text(scope.provider), .text(scope.account), .text(notification.dedupKey))
+        if let firstID = try dedup.first({ $0.int(0) }) ?? nil {
             let original = try Row.fetchOne(
                 db.cachedStatement(sql: "SELECT order_id, order_ref FROM notifications WHERE id = ?"), arguments: [firstID])
             let orderID: Int64? = original?["order_id"]
@@ -128,9 +127,10 @@ enum Recorder {
         }
         let notificationID = try store(order, decision)
         if let newState = decision.newState, let order {
-            try db.cachedStatement(
-                sql: "INSERT INTO transitions (order_id, from_state, to_state, at, notification_id) VALUES (?, ?, ?, ?, ?)"
-            ).execute(arguments: [order.id, previousState?.rawValue, newState.rawValue, now, notificationID])
+            let insert = try RawStatement(
+                db, "INSERT INTO transitions (order_id, from_state, to_state, at, notification_id) VALUES (?, ?, ?, ?, ?)")
+            try insert.bind(.int(order.id), .text(previousState?.rawValue), .text(newState.rawValue), .text(now), .int(notificationID))
+            try insert.run()
             if case .refund(let info) = notification.effect, let refundID = info.refundID {
                 try db.cachedStatement(
                     sql: "INSERT OR IGNORE INTO refunds (order_id, refund_id, amount_minor, notification_id) VALUES (?, ?, ?, ?)"
@@ -186,8 +186,9 @@ enum Recorder {
     }
 
     private static func insertDedupKey(_ db: Database, scope: Scope, key: String, notificationID: Int64) throws {
-        try db.cachedStatement(sql: "INSERT INTO dedup_keys (provider, account, dedup_key, notification_id) VALUES (?, ?, ?, ?)")
-            .execute(arguments: [scope.provider, scope.account, key, notificationID])
+        let insert = try RawStatement(db, "INSERT INTO dedup_keys (provider, account, dedup_key, notification_id) VALUES (?, ?, ?, ?)")
+        try insert.bind(.text(scope.provider), .text(scope.account), .text(key), .int(notificationID))
+        try insert.run()
     }
 
     private static func insertNotification(
@@ -203,23 +204,22 @@ enum Recorder {
     ) throws -> Int64 {
         let detail = notification.flatMap { $0.detail.isEmpty ? nil : JSONText.object($0.detail) }
         let effect = pendingEffect ? notification.flatMap { try? JSONEncoder().encode($0) }.map { String(decoding: $0, as: UTF8.self) } : nil
-        // 20 arguments at most: GRDB binds up to 20 without copying strings and blobs. `method`
-        // defaults to POST (the only method provider routes take), and the rare pending effect
-        // of an unlinked notification is written by its own statement.
-        let statement = try db.cachedStatement(sql: """
+        let insert = try RawStatement(db, """
             INSERT INTO notifications (
                 provider, account, received_at, client_ip, target, headers, body, verdict, reason,
                 reason_detail, kind, provider_status, dedup_key, order_ref, order_id, provider_txn_id, link_key,
                 amount_minor, currency, detail
             ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """)
-        try statement.execute(arguments: [
-            request.provider, request.account, request.receivedAt, request.clientIP, request.target,
-            request.headers, Data(request.body), verdict.rawValue, reason, reasonDetail,
-            notification?.kind.rawValue, notification?.providerStatus, notification?.dedupKey,
-            order?.orderRef ?? orderRef ?? notification?.orderRef, order?.id, notification?.providerTxnID,
-            notification?.link?.key, notification?.amount?.minor, notification?.amount?.currency, detail,
-        ])
+        try insert.bind(
+            .text(request.provider), .text(request.account), .text(request.receivedAt), .text(request.clientIP),
+            .text(request.target), .text(request.headers), .blob(request.body), .text(verdict.rawValue), .text(reason),
+            .text(reasonDetail), .text(notification?.kind.rawValue), .text(notification?.providerStatus),
+            .text(notification?.dedupKey), .text(order?.orderRef ?? orderRef ?? notification?.orderRef), .int(order?.id),
+            .text(notification?.providerTxnID), .text(notification?.link?.key), .int(notification?.amount?.minor),
+            .text(notification?.amount?.currency), .text(detail)
+        )
+        try insert.run()
         let id = db.lastInsertedRowID
         if let effect {
             try db.cachedStatement(sql: "UPDATE notifications SET pending_effect = ? WHERE id = ?").execute(arguments: [effect, id])

@@ -45,7 +45,8 @@ public final class RSAPublicKey: @unchecked Sendable {
     public func verifySHA256(signature: [UInt8], message parts: [[UInt8]]) -> Bool {
         guard let ctx = EVP_MD_CTX_new() else { return false }
         defer { EVP_MD_CTX_free(ctx) }
-        guard EVP_DigestVerifyInit_ex(ctx, nil, "SHA256", nil, nil, pkey, nil) == 1 else {
+        // The digest fetched once per process: naming it here would look it up on every call.
+        guard EVP_DigestVerifyInit(ctx, nil, DigestAlgorithm.sha256.evpMD, nil, pkey) == 1 else {
             ERR_clear_error()
             return false
         }

@@ -16,12 +16,24 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
         var v4 = in_addr()
         var v6 = in6_addr()
         if inet_pton(AF_INET, String(text), &v4) == 1 {
-            bytes = withUnsafeBytes(of: &v4) { Array($0) }
+            self.init(bytes: withUnsafeBytes(of: &v4) { Array($0) })
         } else if inet_pton(AF_INET6, String(text), &v6) == 1 {
-            let all = withUnsafeBytes(of: &v6) { Array($0) }
-            let mappedPrefix: [UInt8] = Array(repeating: 0, count: 10) + [0xff, 0xff]
-            bytes = all.prefix(12).elementsEqual(mappedPrefix) ? Array(all.suffix(4)) : all
+            self.init(bytes: withUnsafeBytes(of: &v6) { Array($0) })
         } else {
+            return nil
+        }
+    }
+
+    /// An address from its 4 (IPv4) or 16 (IPv6) network-order bytes; an IPv4-mapped IPv6
+    /// address becomes IPv4.
+    public init?(bytes: [UInt8]) {
+        switch bytes.count {
+        case 4:
+            self.bytes = bytes
+        case 16:
+            let mappedPrefix: [UInt8] = Array(repeating: 0, count: 10) + [0xff, 0xff]
+            self.bytes = bytes.prefix(12).elementsEqual(mappedPrefix) ? Array(bytes.suffix(4)) : bytes
+        default:
             return nil
         }
     }

@@ -1,32 +1,54 @@
-/// Writing JSON text by hand where the exact bytes matter (signed simulated bodies).
+/// Writing JSON text by hand where the exact bytes matter (signed simulated bodies, stored
+/// headers).
 public enum JSONText {
     /// Escapes `text` for use inside a JSON string literal.
     public static func escape(_ text: String) -> String {
         // Most values (header values, ids) need no escaping: return them as they are.
-        if !text.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) { return text }
-        var out = ""
-        out.reserveCapacity(text.utf8.count)
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                out += "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count)
-                    + String(scalar.value, radix: 16)
-            default: out.unicodeScalars.append(scalar)
+        if !text.utf8.contains(where: needsEscape) { return text }
+        var out: [UInt8] = []
+        out.reserveCapacity(text.utf8.count + 8)
+        appendEscaped(text, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Appends `text` as a quoted JSON string.
+    public static func appendQuoted(_ text: some StringProtocol, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        appendEscaped(text, to: &out)
+        out.append(UInt8(ascii: "\""))
+    }
+
+    /// Appends the contents of a JSON string literal for `text` (without the quotes).
+    public static func appendEscaped(_ text: some StringProtocol, to out: inout [UInt8]) {
+        let hex = Array("0123456789abcdef".utf8)
+        for byte in text.utf8 {
+            guard needsEscape(byte) else {
+                out.append(byte)
+                continue
+            }
+            switch byte {
+            case UInt8(ascii: "\""): out.append(contentsOf: [0x5C, 0x22])
+            case UInt8(ascii: "\\"): out.append(contentsOf: [0x5C, 0x5C])
+            case UInt8(ascii: "\n"): out.append(contentsOf: [0x5C, UInt8(ascii: "n")])
+            case UInt8(ascii: "\r"): out.append(contentsOf: [0x5C, UInt8(ascii: "r")])
+            case UInt8(ascii: "\t"): out.append(contentsOf: [0x5C, UInt8(ascii: "t")])
+            default: out.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 0x0f)]])
             }
         }
-        return out
     }
-}
 
-extension JSONText {
+    private static func needsEscape(_ byte: UInt8) -> Bool { byte < 0x20 || byte == 0x22 || byte == 0x5C }
+
     /// A flat JSON object of strings, keys sorted (stable stored text).
     public static func object(_ fields: [String: String]) -> String {
-        "{" + fields.sorted { $0.key < $1.key }.map { "\"\(escape($0.key))\":\"\(escape($0.value))\"" }
-            .joined(separator: ",") + "}"
+        var out: [UInt8] = [UInt8(ascii: "{")]
+        for (index, key) in fields.keys.sorted().enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            appendQuoted(key, to: &out)
+            out.append(UInt8(ascii: ":"))
+            appendQuoted(fields[key] ?? "", to: &out)
+        }
+        out.append(UInt8(ascii: "}"))
+        return String(decoding: out, as: UTF8.self)
     }
 }

@@ -10,6 +10,22 @@ public struct IPNRequestContext: RequestContext {
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
-        peerAddress = source.channel.remoteAddress?.ipAddress.flatMap(IPAddress.init)
+        peerAddress = source.channel.remoteAddress.flatMap(IPAddress.init(socketAddress:))
+    }
+}
+
+extension IPAddress {
+    /// The address of a socket peer, from its bytes (no text round trip per request).
+    init?(socketAddress: SocketAddress) {
+        switch socketAddress {
+        case .v4(let address):
+            var raw = address.address.sin_addr
+            self.init(bytes: withUnsafeBytes(of: &raw) { Array($0) })
+        case .v6(let address):
+            var raw = address.address.sin6_addr
+            self.init(bytes: withUnsafeBytes(of: &raw) { Array($0) })
+        case .unixDomainSocket:
+            return nil
+        }
     }
 }

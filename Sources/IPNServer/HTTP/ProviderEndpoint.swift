@@ -143,10 +143,11 @@ extension HTTPField.Name {
 }
 
 extension Duration {
-    /// Milliseconds with two decimals, for logs.
+    /// Milliseconds with two decimals, for logs (integer arithmetic: this runs per request).
     var milliseconds: String {
         let (seconds, attoseconds) = components
-        let value = Double(seconds) * 1000 + Double(attoseconds) / 1e15
-        return String(format: "%.2f", value)
+        let hundredths = seconds * 100_000 + attoseconds / 10_000_000_000_000
+        let fraction = hundredths % 100
+        return "\(hundredths / 100).\(fraction < 10 ? "0" : "")\(fraction)"
     }
 }

@@ -1,0 +1,98 @@
+import GRDB
+import GRDBSQLite
+
+/// One of GRDB's cached prepared statements, bound and stepped through the SQLite C API.
+///
+/// The write path runs the same few statements for every notification. Through
+/// `StatementArguments` each value is boxed as an existential and each call allocates; in
+/// profiles that cost more than SQLite's own work. GRDB still owns the statement (its cache
+/// and finalization), the connection and the transaction; this only binds, steps and reads.
+struct RawStatement {
+    private let handle: OpaquePointer
+    private let db: Database
+
+    /// The cached statement for `sql`, reset, with no values bound.
+    init(_ db: Database, _ sql: String) throws {
+        handle = try db.cachedStatement(sql: sql).sqliteStatement
+        self.db = db
+        sqlite3_reset(handle)
+        sqlite3_clear_bindings(handle)
+    }
+
+    /// Binds `values` to the parameters, in order, starting at 1.
+    func bind(_ values: RawValue...) throws {
+        for (offset, value) in values.enumerated() {
+            let index = Int32(offset + 1)
+            let code: Int32
+            switch value {
+            case .null:
+                code = sqlite3_bind_null(handle, index)
+            case .int(let number):
+                code = sqlite3_bind_int64(handle, index, number)
+            case .text(var text):
+                code = text.withUTF8 { sqlite3_bind_text(handle, index, $0.baseAddress, Int32($0.count), transient) }
+            case .blob(let bytes):
+                code = bytes.isEmpty
+                    ? sqlite3_bind_zeroblob(handle, index, 0)
+                    : bytes.withUnsafeBytes { sqlite3_bind_blob(handle, index, $0.baseAddress, Int32($0.count), transient) }
+            }
+            guard code == SQLITE_OK else { throw error(code) }
+        }
+    }
+
+    /// Runs a statement that returns no rows.
+    func run() throws {
+        defer { sqlite3_reset(handle) }
+        let code = sqlite3_step(handle)
+        guard code == SQLITE_DONE else { throw error(code) }
+    }
+
+    /// Runs a query for at most one row and reads it with `read`.
+    func first<T>(_ read: (Row) throws -> T) throws -> T? {
+        defer { sqlite3_reset(handle) }
+        switch sqlite3_step(handle) {
+        case SQLITE_ROW: return try read(Row(handle: handle))
+        case SQLITE_DONE: return nil
+        case let code: throw error(code)
+        }
+    }
+
+    private func error(_ code: Int32) -> DatabaseError {
+        let connection = db.sqliteConnection
+        let extended = connection.map { sqlite3_extended_errcode($0) } ?? code
+        return DatabaseError(
+            resultCode: ResultCode(rawValue: extended),
+            message: connection.flatMap { sqlite3_errmsg($0) }.map { String(cString: $0) },
+            sql: sqlite3_sql(handle).map { String(cString: $0) }
+        )
+    }
+
+    /// The current row's columns, by index.
+    struct Row {
+        fileprivate let handle: OpaquePointer
+
+        func isNull(_ column: Int32) -> Bool { sqlite3_column_type(handle, column) == SQLITE_NULL }
+
+        func int(_ column: Int32) -> Int64? { isNull(column) ? nil : sqlite3_column_int64(handle, column) }
+
+        func text(_ column: Int32) -> String? {
+            guard let pointer = sqlite3_column_text(handle, column) else { return nil }
+            let count = Int(sqlite3_column_bytes(handle, column))
+            return String(decoding: UnsafeBufferPointer(start: pointer, count: count), as: UTF8.self)
+        }
+    }
+}
+
+/// A value to bind.
+enum RawValue {
+    case null
+    case int(Int64)
+    case text(String)
+    case blob([UInt8])
+
+    static func text(_ value: String?) -> RawValue { value.map { .text($0) } ?? .null }
+    static func int(_ value: Int64?) -> RawValue { value.map { .int($0) } ?? .null }
+}
+
+/// SQLite copies bound values at once (SQLITE_TRANSIENT): nothing has to outlive the call.
+private let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
