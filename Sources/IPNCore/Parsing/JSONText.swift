@@ -12,14 +12,14 @@ public enum JSONText {
     }
 
     /// Appends `text` as a quoted JSON string.
-    public static func appendQuoted(_ text: some StringProtocol, to out: inout [UInt8]) {
+    public static func appendQuoted(_ text: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         appendEscaped(text, to: &out)
         out.append(UInt8(ascii: "\""))
     }
 
     /// Appends the contents of a JSON string literal for `text` (without the quotes).
-    public static func appendEscaped(_ text: some StringProtocol, to out: inout [UInt8]) {
+    public static func appendEscaped(_ text: String, to out: inout [UInt8]) {
         let hex = Array("0123456789abcdef".utf8)
         for byte in text.utf8 {
             guard needsEscape(byte) else {

@@ -22,7 +22,7 @@ enum StoredHeaders {
             if credentialHeaders.contains(name) {
                 JSONText.appendQuoted(redacted(field.value), to: &entry)
             } else {
-                JSONText.appendQuoted(field.value.prefix(1024), to: &entry)
+                JSONText.appendQuoted(field.value.utf8.count <= 1024 ? field.value : String(field.value.prefix(1024)), to: &entry)
             }
             entry.append(UInt8(ascii: "]"))
             guard out.count + entry.count + 2 <= maxBytes else {
