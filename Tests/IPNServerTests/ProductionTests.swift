@@ -86,6 +86,11 @@ func postUnlimint(port: Int, order: String, client: HTTPClient) async -> Int? {
 
 let setprivAvailable = getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")
 
+/// Whether the kernel enforces memory-deny-write-execute for a process (PR_SET_MDWE).
+let mdweAvailable: Bool = {
+    run(["python3", repositoryRoot.appendingPathComponent("tools/mdwe_exec.py").path, "/bin/true"]) == 0
+}()
+
 @Suite("Running as a systemd service (issue 5)")
 struct ProductionTests {
     @Test("sd_notify: READY=1 first, WATCHDOG=1 at half of WATCHDOG_USEC, STOPPING=1 on SIGTERM, exit 0",
@@ -144,6 +149,23 @@ struct ProductionTests {
         stat(installation.storePath, &info)
         #expect(info.st_uid == uid)
         #expect(info.st_mode & 0o077 == 0, "store file mode \(String(info.st_mode & 0o777, radix: 8))")
+    }
+
+    @Test("runs with memory-deny-write-execute enforced by the kernel, as MemoryDenyWriteExecute=yes runs it",
+          .enabled(if: mdweAvailable, "needs Linux >= 6.3 (prctl PR_SET_MDWE)"))
+    func memoryDenyWriteExecute() async throws {
+        let installation = try UnitLikeInstallation()
+        let daemon = try DaemonProcess(
+            configPath: installation.configPath, environment: installation.environment(),
+            launcher: ["/usr/bin/env", "python3", repositoryRoot.appendingPathComponent("tools/mdwe_exec.py").path])
+        let ports = try await daemon.waitUntilListening()
+        #expect(await postUnlimint(port: ports.provider, order: "MDWE-1", client: HTTPClient.shared) == 200)
+        daemon.signal(SIGTERM)
+        #expect(await daemon.waitForExit(timeout: 15) == 0, "\(daemon.logLines.suffix(5))")
+        let state = try installation.query { db in
+            try String.fetchOne(db, sql: "SELECT state FROM orders WHERE order_ref = 'MDWE-1'")
+        }
+        #expect(state == "paid")
     }
 
     @Test("WATCHDOG=1 is withheld while the store cannot commit and resumes after",
