@@ -5,19 +5,10 @@ import IPNCore
 /// Read queries shared by the daemon's ops API and the read-only CLI.
 public enum Queries {
     public static func orders(_ db: Database, _ filter: OrderFilter) throws -> [OrderRecord] {
-        var clauses: [String] = []
-        var arguments: [(any DatabaseValueConvertible)?] = []
-        if let provider = filter.provider { clauses.append("provider = ?"); arguments.append(provider) }
-        if let account = filter.account { clauses.append("account = ?"); arguments.append(account) }
-        if let state = filter.state { clauses.append("state = ?"); arguments.append(state.rawValue) }
-        if let since = filter.since { clauses.append("created_at >= ?"); arguments.append(since) }
-        if let before = filter.beforeID { clauses.append("id < ?"); arguments.append(before) }
-        let whereClause = clauses.isEmpty ? "" : "WHERE " + clauses.joined(separator: " AND ")
-        arguments.append(max(0, filter.limit))
-        return try Row.fetchAll(
-            db, sql: "SELECT * FROM orders \(whereClause) ORDER BY id DESC LIMIT ?",
-            arguments: StatementArguments(arguments.map { $0?.databaseValue ?? .null })
-        ).map(orderRecord)
+        try newestFirst(db, from: "orders", where: [
+            ("provider = ?", filter.provider), ("account = ?", filter.account), ("state = ?", filter.state?.rawValue),
+            ("created_at >= ?", filter.since),
+        ], beforeID: filter.beforeID, limit: filter.limit).map(orderRecord)
     }
 
     public static func order(
@@ -47,19 +38,36 @@ public enum Queries {
     public static func notifications(_ db: Database, _ filter: NotificationFilter, includeRaw: Bool = false) throws
         -> [NotificationRecord]
     {
+        try newestFirst(db, from: "notifications", where: [
+            ("provider = ?", filter.provider), ("account = ?", filter.account), ("verdict = ?", filter.verdict?.rawValue),
+            ("received_at >= ?", filter.since),
+        ], beforeID: filter.beforeID, limit: filter.limit).map { try notificationRecord($0, includeRaw: includeRaw) }
+    }
+
+    /// Rows of `table` meeting every condition whose value is given, newest (highest id) first,
+    /// below the `beforeID` cursor: keyset pagination, stable while rows are inserted.
+    private static func newestFirst(
+        _ db: Database,
+        from table: String,
+        where conditions: [(sql: String, value: String?)],
+        beforeID: Int64?,
+        limit: Int
+    ) throws -> [Row] {
         var clauses: [String] = []
-        var arguments: [(any DatabaseValueConvertible)?] = []
-        if let provider = filter.provider { clauses.append("provider = ?"); arguments.append(provider) }
-        if let account = filter.account { clauses.append("account = ?"); arguments.append(account) }
-        if let verdict = filter.verdict { clauses.append("verdict = ?"); arguments.append(verdict.rawValue) }
-        if let since = filter.since { clauses.append("received_at >= ?"); arguments.append(since) }
-        if let before = filter.beforeID { clauses.append("id < ?"); arguments.append(before) }
+        var arguments: [DatabaseValue] = []
+        for (sql, value) in conditions {
+            guard let value else { continue }
+            clauses.append(sql)
+            arguments.append(value.databaseValue)
+        }
+        if let beforeID {
+            clauses.append("id < ?")
+            arguments.append(beforeID.databaseValue)
+        }
+        arguments.append(max(0, limit).databaseValue)
         let whereClause = clauses.isEmpty ? "" : "WHERE " + clauses.joined(separator: " AND ")
-        arguments.append(max(0, filter.limit))
         return try Row.fetchAll(
-            db, sql: "SELECT * FROM notifications \(whereClause) ORDER BY id DESC LIMIT ?",
-            arguments: StatementArguments(arguments.map { $0?.databaseValue ?? .null })
-        ).map { try notificationRecord($0, includeRaw: includeRaw) }
+            db, sql: "SELECT * FROM \(table) \(whereClause) ORDER BY id DESC LIMIT ?", arguments: StatementArguments(arguments))
     }
 
     /// Order counts by state (metrics, status lines).

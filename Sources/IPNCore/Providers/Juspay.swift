@@ -100,12 +100,12 @@ public struct Juspay: NotificationProvider {
     static func orderNotification(_ order: JSONObject, eventID: String, eventName: String) throws(Rejection) -> VerifiedNotification {
         guard let orderRef = text(order, "order_id") else { throw Rejection(.missingField, "content.order.order_id is missing") }
         let status = text(order, "status")
-        let amount = try Self.amount(of: order, field: "amount")
+        let amount = try order.majorUnitAmount("amount", path: "content.order")
         let kind: NotificationKind
         let effect: NotificationEffect
         switch eventName {
         case "ORDER_REFUNDED":
-            guard let refunded = try Self.amount(of: order, field: "amount_refunded") else {
+            guard let refunded = try order.majorUnitAmount("amount_refunded", path: "content.order") else {
                 throw Rejection(.missingField, "content.order.amount_refunded is missing on ORDER_REFUNDED")
             }
             kind = .refund
@@ -154,7 +154,7 @@ public struct Juspay: NotificationProvider {
         case "VOIDED":
             return .transition(.canceled)
         case "AUTO_REFUNDED":
-            let refunded = try Self.amount(of: order, field: "amount_refunded") ?? amount
+            let refunded = try order.majorUnitAmount("amount_refunded", path: "content.order") ?? amount
             return .refund(RefundInfo(cumulativeRefundedMinor: refunded?.minor, fullyRefunded: true, orderAmount: amount))
         default:
             return .unknownStatus
@@ -184,19 +184,6 @@ public struct Juspay: NotificationProvider {
         return text
     }
 
-    /// A major-unit amount given as a JSON number (`600`, `6.03`) or string (`"600.00"`).
-    static func amount(of order: JSONObject, field: String) throws(Rejection) -> Money? {
-        guard let value = order[field], value != .null else { return nil }
-        guard let text = value.scalarText else { throw Rejection(.badAmount, "content.order.\(field) is not a number or string") }
-        guard let currency = order.string("currency"), !currency.isEmpty else {
-            throw Rejection(.missingField, "content.order.currency is missing beside \(field)")
-        }
-        do {
-            return try Money.parseMajor(text, currency: currency)
-        } catch {
-            throw error.rejection
-        }
-    }
 
     public func simulatedRequest(_ spec: SimulationSpec) throws(SimulationError) -> RawRequest {
         guard let username = usernames.first, let password = passwords.first else {

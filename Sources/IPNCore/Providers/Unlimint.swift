@@ -73,7 +73,7 @@ public struct Unlimint: NotificationProvider {
         guard let status = data.string("status"), !status.isEmpty else {
             throw Rejection(.missingField, "\(kind.rawValue)_data.status is missing")
         }
-        let amount = try amount(of: data, field: "amount")
+        let amount = try data.majorUnitAmount("amount", path: "\(kind.rawValue)_data")
         let effect: NotificationEffect
         switch kind {
         case .refund:
@@ -120,7 +120,7 @@ public struct Unlimint: NotificationProvider {
         case "COMPLETED":
             var fully: Bool?
             if let remaining = try payment.flatMap({ payment throws(Rejection) in
-                try Self.amount(of: payment, field: "remaining_amount", currency: amount?.currency)
+                try payment.majorUnitAmount("remaining_amount", currency: amount?.currency, path: "payment_data")
             }) {
                 fully = remaining.minor == 0
             }
@@ -129,20 +129,6 @@ public struct Unlimint: NotificationProvider {
             return .record  // refunds under way or failed leave the payment as it is
         default:
             return .unknownStatus
-        }
-    }
-
-    /// The data object's major-unit amount (a JSON number such as `6.03`) in minor units.
-    static func amount(of data: JSONObject, field: String, currency: String? = nil) throws(Rejection) -> Money? {
-        guard let value = data[field], value != .null else { return nil }
-        guard let text = value.scalarText else { throw Rejection(.badAmount, "\(field) is not a number") }
-        guard let currency = currency ?? data.string("currency") else {
-            throw Rejection(.missingField, "currency is missing beside \(field)")
-        }
-        do {
-            return try Money.parseMajor(text, currency: currency)
-        } catch {
-            throw error.rejection
         }
     }
 
