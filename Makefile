@@ -2,7 +2,8 @@
 
 SWIFT ?= swift
 CONFIG ?= config/ipnd.dev.yaml
-SYSTEM_PACKAGES := libssl-dev libsqlite3-dev pkg-config
+# sqlite3 (the CLI) is for looking into the store, as the README does.
+SYSTEM_PACKAGES := libssl-dev libsqlite3-dev pkg-config sqlite3
 
 .PHONY: all deps build run test check-config bench clean
 
