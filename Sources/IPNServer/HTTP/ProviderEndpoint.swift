@@ -50,11 +50,11 @@ struct ProviderEndpoint: Sendable {
         )
         let received = ReceivedRequest(
             provider: providerName,
-            account: String(accountName.prefix(128)),
+            account: accountName.truncated(toUTF8Bytes: 128),
             receivedAt: Timestamp.format(epochMilliseconds: Int64(Date().timeIntervalSince1970 * 1000)),
             clientIP: raw.clientIP,
             method: raw.method,
-            target: String(raw.target.prefix(2048)),
+            target: raw.target.truncated(toUTF8Bytes: 2048),
             headers: StoredHeaders.json(request.headers),
             body: raw.body
         )
@@ -68,7 +68,7 @@ struct ProviderEndpoint: Sendable {
                 answerFor = { _ in .text(403, "forbidden\n") }
             } else {
                 do {
-                    entry = .verified(received, try account.provider.verify(raw))
+                    entry = .verified(received, try account.provider.verifyRequest(raw))
                 } catch {
                     entry = .rejected(received, error)
                     answerFor = { _ in providerType.answer(for: error) }
