@@ -4,7 +4,7 @@ SWIFT ?= swift
 CONFIG ?= config/ipnd.dev.yaml
 SYSTEM_PACKAGES := libssl-dev libsqlite3-dev pkg-config
 
-.PHONY: all deps build run test check-config clean
+.PHONY: all deps build run test check-config clean fuzz fuzz-replay
 
 all: build
 
@@ -29,5 +29,14 @@ test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 
+# libFuzzer targets (scripts/fuzz.sh): every provider, the config loader, the amount parser.
+# `make fuzz SECONDS=600` fuzzes each for SECONDS, two at a time, and prints a summary.
+SECONDS ?= 60
+fuzz: deps
+	scripts/fuzz.sh run $(SECONDS)
+
+fuzz-replay: deps
+	scripts/fuzz.sh replay
+
 clean:
-	rm -rf .build var
+	rm -rf .build .build-fuzz var
