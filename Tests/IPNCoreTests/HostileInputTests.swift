@@ -59,6 +59,23 @@ struct HostileInputTests {
         #expect((try? provider.verifyRequest(request(body(fine)))) != nil)
     }
 
+    @Test("an identifier with a NUL, a line break or DEL is malformed_body, however it was encoded",
+          arguments: [#"A\u0000B"#, #"A\nB"#, #"A\u007fB"#, #"A\u001bB"#])
+    func controlCharacters(order: String) throws {
+        let body = Array(#"{"merchant_order":{"id":"\#(order)"},"payment_data":{"id":"P","status":"COMPLETED","amount":1,"currency":"USD"}}"#.utf8)
+        let request = RawRequest(target: "/ipn/unlimint", headers: [("Signature", Unlimint.signature(body: body, secret: "s"))], body: body)
+        let rejection = try #require(throws: Rejection.self) { try Unlimint(secrets: ["s"]).verifyRequest(request) }
+        #expect(rejection.reason == .malformedBody)
+        #expect(rejection.detail == "order reference contains a control character")
+        let form = Array("MerchantCode=M&RefNo=A%00B&Amount=1.00&Currency=MYR&Status=1&Signature=".utf8)
+        let fields = IPay88.SignedFields(merchantCode: "M", paymentID: "", refNo: "A\u{0}B", amount: "1.00", currency: "MYR", status: "1")
+        let signed = form + Array(IPay88.signature(fields, merchantKey: "k", algorithm: .sha256).utf8)
+        let ipay = RawRequest(target: "/ipn/ipay88", body: signed)
+        #expect(throws: Rejection(.malformedBody, "order reference contains a control character")) {
+            try IPay88(merchantCode: "M", merchantKeys: ["k"]).verifyRequest(ipay)
+        }
+    }
+
     @Test("Content-Type twice is repeated_header for every provider, before anything else is believed")
     func repeatedContentType() throws {
         let body = Array("a=1".utf8)

@@ -42,7 +42,8 @@ extension NotificationProvider {
 
 /// Bounds on what a notification may make ipnd store and index. Providers' own limits are far
 /// lower (order references of 20 to 64 characters); an authentic notification beyond these is
-/// refused as `field_too_long` rather than kept as an order nobody can look up.
+/// refused as `field_too_long` rather than kept as an order nobody can look up, and one whose
+/// identifiers hold control characters as `malformed_body`.
 public enum NotificationLimits {
     /// Order reference, provider transaction id, status word, payment link and refund id.
     public static let maxIdentifierBytes = 256
@@ -58,8 +59,15 @@ public enum NotificationLimits {
             ("payment id", notification.link?.key),
         ]
         if case .refund(let info) = notification.effect { identifiers.append(("refund id", info.refundID)) }
-        for case let (name, value?) in identifiers where value.utf8.count > maxIdentifierBytes {
-            throw Rejection(.fieldTooLong, "\(name) is \(value.utf8.count) bytes, more than \(maxIdentifierBytes)")
+        for case let (name, value?) in identifiers {
+            guard value.utf8.count <= maxIdentifierBytes else {
+                throw Rejection(.fieldTooLong, "\(name) is \(value.utf8.count) bytes, more than \(maxIdentifierBytes)")
+            }
+            // A NUL or line break in an order reference (JSON "\u0000", form "%00") would be
+            // stored, but cut short or split wherever the reference is shown or logged.
+            guard !value.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+                throw Rejection(.malformedBody, "\(name) contains a control character")
+            }
         }
         guard notification.dedupKey.utf8.count <= maxDedupKeyBytes else {
             throw Rejection(.fieldTooLong, "dedup key is \(notification.dedupKey.utf8.count) bytes, more than \(maxDedupKeyBytes)")
