@@ -30,6 +30,9 @@ public enum RejectReason: String, Sendable, CaseIterable, Codable {
     case repeatedHeader = "repeated_header"
     case malformedHeader = "malformed_header"
     case malformedBody = "malformed_body"
+    /// The connection ended (or the request deadline passed) before the whole body arrived;
+    /// what did arrive is kept.
+    case incompleteBody = "incomplete_body"
     case unsupportedContentType = "unsupported_content_type"
     /// A required field is absent or empty.
     case missingField = "missing_field"
