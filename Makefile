@@ -4,7 +4,7 @@ SWIFT ?= swift
 CONFIG ?= config/ipnd.dev.yaml
 SYSTEM_PACKAGES := libssl-dev libsqlite3-dev pkg-config
 
-.PHONY: all deps build run test check-config clean fuzz fuzz-replay
+.PHONY: all deps build run test check-config clean fuzz fuzz-replay crash-test
 
 all: build
 
@@ -28,6 +28,11 @@ test: deps
 	chmod 600 config/ipnd.dev.yaml
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+
+# kill -9 the daemon at random moments under load, 20 times (make test runs a 4-kill form).
+KILLS ?= 20
+crash-test: build
+	python3 tools/crash_test.py --binary .build/debug/ipnd --kills $(KILLS)
 
 # libFuzzer targets (scripts/fuzz.sh): every provider, the config loader, the amount parser.
 # `make fuzz SECONDS=600` fuzzes each for SECONDS, two at a time, and prints a summary.
