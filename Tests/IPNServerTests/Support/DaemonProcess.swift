@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import IPNCore
 
 /// The built `ipnd serve` binary as a child process, started the way the systemd unit starts it.
 final class DaemonProcess: Sendable {
@@ -90,15 +90,6 @@ final class DaemonProcess: Sendable {
         guard let provider = port(after: "provider_listener"), let ops = port(after: "ops_listener") else { return nil }
         return (provider, ops)
     }
-}
-
-/// A Mutex that closures can capture (Mutex itself cannot be copied).
-final class Locked<Value: Sendable>: Sendable {
-    private let mutex: Mutex<Value>
-
-    init(_ value: Value) { mutex = Mutex(value) }
-
-    func withLock<T>(_ body: (inout Value) -> T) -> T { mutex.withLock { body(&$0) } }
 }
 
 enum DaemonProcessError: Error {
