@@ -27,19 +27,23 @@ final class DaemonProcess: Sendable {
         self.process = process
         let lines = stderrLines
         let ports = self.ports
-        errorPipe.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            guard !data.isEmpty else {
-                handle.readabilityHandler = nil
-                return
-            }
-            let text = String(decoding: data, as: UTF8.self)
-            lines.withLock { $0.append(contentsOf: text.split(separator: "\n").map(String.init)) }
-            for line in text.split(separator: "\n") where line.contains("msg=listening") {
-                ports.withLock { $0 = DaemonProcess.parsePorts(String(line)) }
-            }
-        }
         try process.run()
+        // A reader thread of its own rather than `readabilityHandler`, whose dispatch source in
+        // swift-corelibs-foundation keeps the Process and its pipes alive for good (LeakSanitizer
+        // reported every DaemonProcess under make test-sanitizers).
+        let reader = errorPipe.fileHandleForReading
+        Thread {
+            while true {
+                let data = reader.availableData
+                guard !data.isEmpty else { break }
+                let text = String(decoding: data, as: UTF8.self)
+                lines.withLock { $0.append(contentsOf: text.split(separator: "\n").map(String.init)) }
+                for line in text.split(separator: "\n") where line.contains("msg=listening") {
+                    ports.withLock { $0 = DaemonProcess.parsePorts(String(line)) }
+                }
+            }
+            try? reader.close()
+        }.start()
     }
 
     var logLines: [String] { stderrLines.withLock { $0 } }
@@ -78,6 +82,9 @@ final class DaemonProcess: Sendable {
             process.waitUntilExit()
             return nil
         }
+        // Returns at once, and lets swift-corelibs-foundation release the Process: one only
+        // ever polled with isRunning stays in a reference cycle (LeakSanitizer).
+        process.waitUntilExit()
         return process.terminationStatus
     }
 
