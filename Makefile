@@ -2,9 +2,9 @@
 
 SWIFT ?= swift
 CONFIG ?= config/ipnd.dev.yaml
-SYSTEM_PACKAGES := libssl-dev libsqlite3-dev pkg-config
+SYSTEM_PACKAGES := libssl-dev libsqlite3-dev pkg-config python3 openssl
 
-.PHONY: all deps build run test check-config clean fuzz fuzz-replay crash-test
+.PHONY: all deps build run test check-config clean fuzz fuzz-replay crash-test test-sanitizers
 
 all: build
 
@@ -29,6 +29,13 @@ test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 
+# The whole suite under ThreadSanitizer, then AddressSanitizer (.build-tsan, .build-asan);
+# fails on a failed test or on any sanitizer report. SANITIZERS="thread" runs one.
+SANITIZERS ?= thread address
+test-sanitizers: deps
+	chmod 600 config/ipnd.dev.yaml
+	scripts/test-sanitizers.sh $(SANITIZERS)
+
 # kill -9 the daemon at random moments under load, 20 times (make test runs a 4-kill form).
 KILLS ?= 20
 crash-test: build
@@ -44,4 +51,4 @@ fuzz-replay: deps
 	scripts/fuzz.sh replay
 
 clean:
-	rm -rf .build .build-fuzz var
+	rm -rf .build .build-fuzz .build-tsan .build-asan var
