@@ -2,10 +2,11 @@
 
 SWIFT ?= swift
 CONFIG ?= config/ipnd.dev.yaml
-# sqlite3 (the CLI) is for looking into the store, as the README does.
-SYSTEM_PACKAGES := libssl-dev libsqlite3-dev pkg-config sqlite3
+# sqlite3 (the CLI) is for looking into the store, as the README does; python3 and openssl
+# drive the tests' independent clients and the crash test.
+SYSTEM_PACKAGES := libssl-dev libsqlite3-dev pkg-config sqlite3 python3 openssl
 
-.PHONY: all deps build run test check-config bench clean
+.PHONY: all deps build run test check-config bench clean fuzz fuzz-replay crash-test test-sanitizers
 
 all: build
 
@@ -32,8 +33,29 @@ test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 
+# The whole suite under ThreadSanitizer, then AddressSanitizer (.build-tsan, .build-asan);
+# fails on a failed test or on any sanitizer report. SANITIZERS="thread" runs one.
+SANITIZERS ?= thread address
+test-sanitizers: deps
+	chmod 600 config/ipnd.dev.yaml
+	scripts/test-sanitizers.sh $(SANITIZERS)
+
+# kill -9 the daemon at random moments under load, 20 times (make test runs a 4-kill form).
+KILLS ?= 20
+crash-test: build
+	python3 tools/crash_test.py --binary .build/debug/ipnd --kills $(KILLS)
+
+# libFuzzer targets (scripts/fuzz.sh): every provider, the config loader, the amount parser.
+# `make fuzz SECONDS=600` fuzzes each for SECONDS, two at a time, and prints a summary.
+SECONDS ?= 60
+fuzz: deps
+	scripts/fuzz.sh run $(SECONDS)
+
+fuzz-replay: deps
+	scripts/fuzz.sh replay
+
 clean:
-	rm -rf .build var
+	rm -rf .build .build-fuzz .build-tsan .build-asan var
 
 # The load benchmark (issue 6): release build, 200k signed notifications, wrk, figures printed.
 bench: deps

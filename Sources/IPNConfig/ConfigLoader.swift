@@ -31,13 +31,12 @@ struct ConfigFile {
 
     static func read(_ path: String) throws(ConfigError) -> ConfigFile {
         let absolute = PathResolver.absolute(path, relativeTo: FileManager.default.currentDirectoryPath)
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: absolute))
-        } catch {
-            throw ConfigError(key: nil, "cannot read config file \(absolute): \(FileAccess.reason(for: absolute))")
+        let bytes: [UInt8]
+        switch FileAccess.contents(of: absolute) {
+        case .success(let contents): bytes = contents
+        case .failure(let reason): throw ConfigError(key: nil, "cannot read config file \(absolute): \(reason)")
         }
-        guard let text = String(data: data, encoding: .utf8) else {
+        guard let text = String(validating: bytes, as: UTF8.self) else {
             throw ConfigError(key: nil, "config file \(absolute) is not UTF-8 text")
         }
         return ConfigFile(absolutePath: absolute, text: text, mode: FileAccess.mode(of: absolute) ?? 0)
@@ -71,6 +70,43 @@ struct PathResolver {
 
 /// File facts for secrets: readable, and by whom.
 enum FileAccess {
+    /// The most bytes a config, secret or key file may hold: far more than any real one has, and
+    /// a bound on what a wrong path (a log, a device) can make ipnd read.
+    static let maxFileBytes = 1 << 20
+
+    /// Why a file could not be read, for messages.
+    struct Unreadable: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// The whole contents of the regular file at `path`, at most `maxFileBytes`.
+    ///
+    /// Not Foundation's `Data(contentsOf:)` or `FileManager.contents(atPath:)`: those leak a
+    /// 4 KiB buffer on every empty file (found by the config fuzzer), and would read a device such
+    /// as `/dev/zero` until memory runs out or wait forever on a FIFO.
+    static func contents(of path: String) -> Result<[UInt8], Unreadable> {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { return .failure(Unreadable(description: String(cString: strerror(errno)))) }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { return .failure(Unreadable(description: String(cString: strerror(errno)))) }
+        guard info.st_mode & S_IFMT == S_IFREG else { return .failure(Unreadable(description: "not a regular file")) }
+        let tooLarge = Unreadable(description: "larger than \(maxFileBytes) bytes")
+        guard info.st_size <= maxFileBytes else { return .failure(tooLarge) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                return .failure(Unreadable(description: String(cString: strerror(errno))))
+            }
+            if count == 0 { return .success(bytes) }
+            bytes.append(contentsOf: chunk[..<count])
+            guard bytes.count <= maxFileBytes else { return .failure(tooLarge) }
+        }
+    }
+
     static func mode(of path: String) -> UInt16? {
         var info = stat()
         guard stat(path, &info) == 0 else { return nil }
@@ -79,13 +115,6 @@ enum FileAccess {
 
     /// Whether a file's permissions let its group or others read it.
     static func readableByOthers(mode: UInt16) -> Bool { mode & 0o044 != 0 }
-
-    static func reason(for path: String) -> String {
-        var info = stat()
-        if stat(path, &info) != 0 { return String(cString: strerror(errno)) }
-        if access(path, R_OK) != 0 { return String(cString: strerror(errno)) }
-        return "unreadable"
-    }
 
     static func octal(_ mode: UInt16) -> String {
         let text = String(mode, radix: 8)

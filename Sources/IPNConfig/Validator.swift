@@ -216,10 +216,12 @@ struct Validator {
     }
 
     private func readFile(_ path: String, key: String) throws(ConfigError) -> String {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw ConfigError(key: key, "cannot read \(path): \(FileAccess.reason(for: path))")
+        let bytes: [UInt8]
+        switch FileAccess.contents(of: path) {
+        case .success(let contents): bytes = contents
+        case .failure(let reason): throw ConfigError(key: key, "cannot read \(path): \(reason)")
         }
-        guard let text = String(data: data, encoding: .utf8) else {
+        guard let text = String(validating: bytes, as: UTF8.self) else {
             throw ConfigError(key: key, "\(path) is not UTF-8 text")
         }
         return text

@@ -5,7 +5,6 @@ import IPNStore
 import Logging
 import ServiceLifecycle
 import UnixSignals
-import Synchronization
 
 /// `ipnd serve`: the store, the provider-facing listener and the ops listener, run until a
 /// graceful shutdown, after which in-flight writes are committed and the store is closed.
@@ -18,7 +17,7 @@ public final class Daemon: Sendable {
     let metricsRegistry: MetricsRegistry
     let tally = NotificationTally()
     let notifier: SystemdNotifier
-    private let state = Mutex(RunState())
+    private let state = Locked(RunState())
 
     /// The ports the listeners are bound to (differs from the config when it says 0).
     public struct ListeningPorts: Sendable, Equatable {

@@ -2,7 +2,6 @@ import Dispatch
 import Foundation
 import GRDB
 import IPNCore
-import Synchronization
 
 /// The store's only writer. Each call waits in a queue; the writer takes every job waiting at
 /// that moment (up to `maxBatch`), runs them in order in one IMMEDIATE transaction, commits
@@ -15,7 +14,7 @@ import Synchronization
 final class GroupCommitWriter: Sendable {
     private let pool: DatabasePool
     let maxBatch: Int
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let queue = DispatchQueue(label: "ipnd.store.writer", qos: .userInitiated)
     private let observer: (@Sendable (_ batchSize: Int, _ seconds: Double, _ failed: Bool) -> Void)?
 

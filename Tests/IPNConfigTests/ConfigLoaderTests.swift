@@ -277,6 +277,36 @@ struct ConfigLoaderTests {
         #expect(error?.message.contains("not valid YAML") == true)
         #expect(try ConfigDirectory().error("server:\n  port: 1\n  port: 2\n" + minimalProviders) != nil)
     }
+
+    @Test("an empty config file is reported as empty (it used to leak a buffer in Foundation's file reader)")
+    func emptyFile() throws {
+        let error = try ConfigDirectory().error("")
+        #expect(error?.key == nil)
+        #expect(error?.message.hasSuffix("is empty") == true)
+    }
+
+    @Test("a secret or key file that is a device, a FIFO, a directory or huge is refused at once, never read without end")
+    func unreadableKinds() throws {
+        let dir = try ConfigDirectory()
+        let fifo = dir.url.appendingPathComponent("fifo").path
+        #expect(mkfifo(fifo, 0o600) == 0)
+        try dir.write("huge", String(repeating: "x", count: (1 << 20) + 1))
+        try dir.write("secret", "s3cret\n")
+        for (path, reason) in [("/dev/zero", "not a regular file"), (fifo, "not a regular file"), (dir.url.path, "not a regular file"),
+                               ("huge", "larger than 1048576 bytes")] {
+            let error = dir.error("providers:\n  unlimint:\n    - callback_secret_file: \(path)\n")
+            #expect(error?.key == "providers.unlimint[0].callback_secret_file", "\(path)")
+            #expect(error?.message.hasSuffix(reason) == true, "\(path): \(error?.message ?? "loaded")")
+        }
+        let key = dir.error("""
+            providers:
+              alipay:
+                - client_id: C
+                  public_key_file: /dev/zero
+            """)
+        #expect(key?.key == "providers.alipay[0].public_key_file")
+        #expect(dir.error("providers:\n  unlimint:\n    - callback_secret_file: secret\n") == nil)
+    }
 }
 
 @Suite("Loading without secrets, for commands that only open the store")

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import GRDB
 import IPNCore
 import NIOCore
 import NIOHTTP1
@@ -75,6 +76,34 @@ struct HTTPContractTests {
             try String.fetchAll(db, sql: "SELECT reason FROM notifications WHERE verdict = 'rejected' ORDER BY id")
         }
         #expect(reasons == ["missing_header", "malformed_body"])
+        try await daemon.stop()
+    }
+
+    @Test("the request deadline answers 408 and closes; a body that never completed is kept as rejected incomplete_body")
+    func deadline() async throws {
+        let daemon = try await TestDaemon.start(serverYAML: "  request_timeout_seconds: 1")
+        let body = UnlimintRequests.body(order: "D-1", id: "1", status: "COMPLETED")
+        let short = RawHTTP.request("/ipn/unlimint", headers: UnlimintRequests.headers(for: body), body: body, contentLength: body.count + 10)
+        let answer = await RawHTTP.exchange(port: daemon.ports.provider, short)
+        #expect(answer.status == 408)
+        #expect(answer.header("Connection") == "close")
+        #expect(answer.text == "request timeout\n")
+        var stored = 0
+        for _ in 0..<100 where stored == 0 {
+            stored = try daemon.count("SELECT COUNT(*) FROM notifications")
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(try daemon.verdicts() == ["rejected"])
+        #expect(try daemon.count("SELECT COUNT(*) FROM notifications WHERE reason = 'incomplete_body' AND body = ?", [Data(body)]) == 1)
+        let detail = try daemon.query { db in try String.fetchOne(db, sql: "SELECT reason_detail FROM notifications") }
+        #expect(detail == "the body ended after \(body.count) bytes of \(body.count + 10) declared")
+        #expect(try daemon.orderState("D-1") == nil)
+
+        // Headers that never end: 408 as well, nothing stored (no route was reached).
+        let headersOnly = Array("POST /ipn/unlimint HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: 1\r\n".utf8)
+        #expect(await RawHTTP.exchange(port: daemon.ports.provider, headersOnly).status == 408)
+        #expect(try daemon.count("SELECT COUNT(*) FROM notifications") == 1)
+        #expect(try await daemon.post("/ipn/unlimint", body: body, headers: UnlimintRequests.headers(for: body)).status == 200)
         try await daemon.stop()
     }
 

@@ -140,7 +140,9 @@ struct ProductionTests {
         let client = HTTPClient.shared
         #expect(await postUnlimint(port: ports.provider, order: "UNPRIV-1", client: client) == 200)
         daemon.signal(SIGTERM)
-        #expect(await daemon.waitForExit(timeout: 15) == 0, "\(daemon.logLines.suffix(8))")
+        // Generous: under make test-sanitizers on two busy cores a graceful stop can take long.
+        let status = await daemon.waitForExit(timeout: 40)
+        #expect(status == 0, "exit \(status.map(String.init) ?? "none, killed"): \(daemon.logLines.suffix(8))")
         let state = try installation.query { db in
             try String.fetchOne(db, sql: "SELECT state FROM orders WHERE order_ref = 'UNPRIV-1'")
         }
@@ -390,7 +392,8 @@ struct ProductionTests {
         let delivered = Locked<Int>(0)
         let load = Task {
             var index = 0
-            while !stop.withLock({ $0 }) {
+            // At least 21 deliveries whatever the machine's speed (sanitizer builds are slow).
+            while !stop.withLock({ $0 }) || index <= 20 {
                 index += 1
                 let body = UnlimintRequests.body(order: "BK-\(index)", id: "\(index)", status: index % 3 == 0 ? "NEW" : "COMPLETED")
                 _ = try await daemon.post("/ipn/unlimint", body: body, headers: UnlimintRequests.headers(for: body))

@@ -56,33 +56,130 @@ struct StoreFailureTests {
         try await daemon.stop()
     }
 
-    @Test("the filesystem under the store fills up mid-run: 503; after space is freed, the re-sent delivery is applied",
-          .enabled(if: canMount, "needs root to mount a size-limited tmpfs"))
-    func filesystemFull() async throws {
-        let mountPoint = FileManager.default.temporaryDirectory.appendingPathComponent("ipnd-full-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: mountPoint, withIntermediateDirectories: true)
-        try #require(run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", mountPoint.path]) == 0)
-        defer { run(["umount", "-l", mountPoint.path]) }
+    @Test("the filesystem under the store fills up under load: 503 and no ack for what was not stored; after space is freed, every re-sent delivery is applied once; integrity ok",
+          .enabled(if: canMount, "needs root to mount a size-limited filesystem"),
+          arguments: SmallFilesystem.Kind.available)
+    func filesystemFull(kind: SmallFilesystem.Kind) async throws {
+        let filesystem = try #require(SmallFilesystem(kind), "cannot mount a \(kind)")
+        defer { filesystem.unmount() }
 
-        let daemon = try await TestDaemon.start(storeDirectory: mountPoint)
-        let first = UnlimintRequests.body(order: "FS-1", id: "1", status: "COMPLETED")
+        let daemon = try await TestDaemon.start(storeDirectory: filesystem.mountPoint)
+        let first = UnlimintRequests.body(order: "FS-0", id: "0", status: "COMPLETED")
         #expect(try await daemon.post("/ipn/unlimint", body: first, headers: UnlimintRequests.headers(for: first)).status == 200)
 
-        let filler = mountPoint.appendingPathComponent("filler").path
-        run(["dd", "if=/dev/zero", "of=\(filler)", "bs=64k"])  // fails with ENOSPC once the disk is full: that is the point
-        let second = UnlimintRequests.body(order: "FS-2", id: "2", status: "COMPLETED")
-        let refused = try await daemon.post("/ipn/unlimint", body: second, headers: UnlimintRequests.headers(for: second))
-        #expect(refused.status == 503)
-        #expect(refused.text != "OK")
+        // 40 deliveries at once, each with a 16 KB field (kept in the raw body) so the WAL must
+        // grow: the 256 KB left take the first few, then the filesystem is full.
+        filesystem.fill(leaving: 262_144)
+        let padding = String(repeating: "p", count: 16_384)
+        let bodies = (1...40).map { index in
+            Array(#"{"callback_time":"2026-11-21T09:30:06.828Z","note":"\#(padding)","merchant_order":{"id":"FS-\#(index)"},"payment_data":{"id":"\#(index)","status":"COMPLETED","amount":6.03,"currency":"USD"}}"#.utf8)
+        }
+        func deliverAll(_ indices: [Int]) async throws -> [Int: TestDaemon.Answer] {
+            try await withThrowingTaskGroup(of: (Int, TestDaemon.Answer).self) { group in
+                for index in indices {
+                    group.addTask {
+                        let body = bodies[index]
+                        return (index, try await daemon.post("/ipn/unlimint", body: body, headers: UnlimintRequests.headers(for: body)))
+                    }
+                }
+                return try await group.reduce(into: [:]) { $0[$1.0] = $1.1 }
+            }
+        }
+        let whileFull = try await deliverAll(Array(bodies.indices))
+        let acked = whileFull.filter { $0.value.status == 200 }.map(\.key)
+        let refused = whileFull.filter { $0.value.status == 503 }.map(\.key)
+        #expect(acked.count + refused.count == bodies.count, "only 200 or 503: \(whileFull.values.map(\.status))")
+        #expect(!refused.isEmpty, "the filesystem never filled up")
+        #expect(!acked.isEmpty, "the filesystem was full before the first delivery")
+        for index in refused {
+            #expect(whileFull[index]?.text != "OK")
+            #expect(whileFull[index]?.headers["Retry-After"] == ["30"])
+        }
+        // Acknowledged means stored; refused means nothing of it is.
+        for index in acked {
+            #expect(try daemon.orderState("FS-\(index + 1)") == "paid", "acknowledged FS-\(index + 1) not stored")
+        }
+        for index in refused {
+            #expect(try daemon.count("SELECT COUNT(*) FROM notifications WHERE order_ref = ?", ["FS-\(index + 1)"]) == 0)
+            #expect(try daemon.orderState("FS-\(index + 1)") == nil)
+        }
 
-        try FileManager.default.removeItem(atPath: filler)
-        let retried = try await daemon.post("/ipn/unlimint", body: second, headers: UnlimintRequests.headers(for: second))
-        #expect(retried.status == 200)
-        #expect(try daemon.orderState("FS-2") == "paid")
-        #expect(try daemon.count("SELECT COUNT(*) FROM notifications WHERE order_ref = 'FS-2'") == 1)
-        #expect(try daemon.count("SELECT COUNT(*) FROM transitions") == 2)
+        filesystem.free()
+        // The provider re-sends what was refused (and, here, what was acknowledged too).
+        let resent = try await deliverAll(Array(bodies.indices))
+        #expect(resent.values.allSatisfy { $0.status == 200 && $0.text == "OK" }, "\(resent.values.map(\.status))")
+        #expect(try await daemon.get("/readyz").status == 200)
+        for index in bodies.indices {
+            let verdicts = try daemon.verdicts(orderRef: "FS-\(index + 1)")
+            #expect(verdicts == (acked.contains(index) ? ["applied", "duplicate"] : ["applied"]), "FS-\(index + 1): \(verdicts)")
+        }
+        #expect(try daemon.count("SELECT COUNT(*) FROM transitions") == bodies.count + 1)
+        #expect(try daemon.count("SELECT COUNT(*) FROM orders WHERE state = 'paid'") == bodies.count + 1)
         let integrity = try daemon.query { db in try String.fetchOne(db, sql: "PRAGMA integrity_check") }
         #expect(integrity == "ok")
         try await daemon.stop()
+        print("full disk (\(kind)): \(acked.count) acknowledged and \(refused.count) refused while full; all 40 applied after")
+    }
+}
+
+/// A small filesystem mounted for one test: a size-limited tmpfs, or an ext4 image on a loop
+/// device (a real block filesystem, with its own way of running out of space).
+struct SmallFilesystem {
+    enum Kind: String, CaseIterable, CustomStringConvertible {
+        case tmpfs
+        case ext4Image = "ext4 image"
+        var description: String { rawValue }
+
+        /// tmpfs where mounting works; the ext4 image too where loop devices and mkfs.ext4 do.
+        static let available: [Kind] = {
+            guard canMount else { return [] }
+            guard let probe = SmallFilesystem(.ext4Image) else { return [.tmpfs] }
+            probe.unmount()
+            return [.tmpfs, .ext4Image]
+        }()
+    }
+
+    let mountPoint: URL
+
+    init?(_ kind: Kind) {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("ipnd-full-\(UUID().uuidString)")
+        mountPoint = root.appendingPathComponent("mnt")
+        guard (try? FileManager.default.createDirectory(at: mountPoint, withIntermediateDirectories: true)) != nil else { return nil }
+        switch kind {
+        case .tmpfs:
+            guard run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", mountPoint.path]) == 0 else { return nil }
+        case .ext4Image:
+            let image = root.appendingPathComponent("disk.img")
+            guard run(["dd", "if=/dev/zero", "of=\(image.path)", "bs=1M", "count=8"]) == 0,
+                run(["mkfs.ext4", "-q", "-F", image.path]) == 0,
+                run(["mount", "-o", "loop", image.path, mountPoint.path]) == 0
+            else {
+                try? FileManager.default.removeItem(at: root)
+                return nil
+            }
+        }
+    }
+
+    private var filler: String { mountPoint.appendingPathComponent("filler").path }
+
+    /// Writes until the filesystem refuses (ENOSPC: dd failing is the point), then frees
+    /// `leaving` bytes so that what is written next fills it up.
+    func fill(leaving reserve: Int = 0) {
+        let reservePath = mountPoint.appendingPathComponent("reserve").path
+        if reserve > 0 { run(["dd", "if=/dev/zero", "of=\(reservePath)", "bs=\(reserve)", "count=1"]) }
+        for blockSize in ["64k", "4k", "512"] {
+            run(["dd", "if=/dev/zero", "of=\(filler)-\(blockSize)", "bs=\(blockSize)"])
+        }
+        try? FileManager.default.removeItem(atPath: reservePath)
+    }
+
+    func free() {
+        for blockSize in ["64k", "4k", "512"] { try? FileManager.default.removeItem(atPath: "\(filler)-\(blockSize)") }
+        run(["sync"])
+    }
+
+    func unmount() {
+        run(["umount", "-l", mountPoint.path])
+        try? FileManager.default.removeItem(at: mountPoint.deletingLastPathComponent())
     }
 }

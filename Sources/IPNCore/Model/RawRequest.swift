@@ -69,6 +69,22 @@ extension String {
 }
 
 extension String {
+    /// The longest prefix of at most `maxBytes` UTF-8 bytes that ends on a scalar boundary, with
+    /// `…` marking a cut. Unlike `prefix(_:)`, which counts Characters, this bounds the size.
+    public func truncated(toUTF8Bytes maxBytes: Int) -> String {
+        guard utf8.count > maxBytes else { return self }
+        let marker = "…"
+        var kept = String.UnicodeScalarView()
+        var size = 0
+        for scalar in unicodeScalars {
+            let length = UTF8.width(scalar)
+            guard size + length + marker.utf8.count <= maxBytes else { break }
+            kept.append(scalar)
+            size += length
+        }
+        return String(kept) + marker
+    }
+
     /// ASCII case-insensitive comparison (header and form field names).
     public func caseInsensitiveEquals(_ other: String) -> Bool {
         guard utf8.count == other.utf8.count else { return false }

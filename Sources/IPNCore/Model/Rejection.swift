@@ -1,12 +1,18 @@
 /// Why a request was rejected: a stable reason code stored with the request and a detail
 /// for people (logs, the ops API). Neither ever contains a secret.
 public struct Rejection: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The most UTF-8 bytes a detail keeps: it is stored and logged with every rejected request,
+    /// so no input may make it grow with the input.
+    public static let maxDetailBytes = 512
+
     public let reason: RejectReason
     public let detail: String
 
+    /// A rejection; `detail` is cut to `maxDetailBytes` (callers quote input with Character-based
+    /// `prefix`, which bounds nothing: one Character may carry any number of combining marks).
     public init(_ reason: RejectReason, _ detail: String) {
         self.reason = reason
-        self.detail = detail
+        self.detail = detail.truncated(toUTF8Bytes: Self.maxDetailBytes)
     }
 
     public var description: String { "\(reason.rawValue): \(detail)" }
@@ -24,6 +30,9 @@ public enum RejectReason: String, Sendable, CaseIterable, Codable {
     case repeatedHeader = "repeated_header"
     case malformedHeader = "malformed_header"
     case malformedBody = "malformed_body"
+    /// The connection ended (or the request deadline passed) before the whole body arrived;
+    /// what did arrive is kept.
+    case incompleteBody = "incomplete_body"
     case unsupportedContentType = "unsupported_content_type"
     /// A required field is absent or empty.
     case missingField = "missing_field"
@@ -33,6 +42,9 @@ public enum RejectReason: String, Sendable, CaseIterable, Codable {
     /// The merchant code or client id in the request is not the account's.
     case merchantMismatch = "merchant_mismatch"
     case ipNotAllowed = "ip_not_allowed"
+    /// An identifier ipnd keeps (order reference, provider id, status word) is longer than
+    /// `NotificationLimits` allow.
+    case fieldTooLong = "field_too_long"
 
     /// The HTTP status the rejection is answered with (product.md section 3).
     public var httpStatus: Int {

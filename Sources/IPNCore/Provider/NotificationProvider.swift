@@ -28,6 +28,56 @@ public protocol NotificationProvider: Sendable {
     var summary: [(key: String, value: String)] { get }
 }
 
+extension NotificationProvider {
+    /// What ipnd runs on every request: `verify`, framed by the rules every provider's
+    /// notifications keep. `Content-Type` may appear at most once (two could make one body mean
+    /// two things), and a verified notification's identifiers stay within `NotificationLimits`.
+    public func verifyRequest(_ request: RawRequest) throws(Rejection) -> VerifiedNotification {
+        _ = try request.singleHeader("Content-Type")
+        let notification = try verify(request)
+        try NotificationLimits.check(notification)
+        return notification
+    }
+}
+
+/// Bounds on what a notification may make ipnd store and index. Providers' own limits are far
+/// lower (order references of 20 to 64 characters); an authentic notification beyond these is
+/// refused as `field_too_long` rather than kept as an order nobody can look up, and one whose
+/// identifiers hold control characters as `malformed_body`.
+public enum NotificationLimits {
+    /// Order reference, provider transaction id, status word, payment link and refund id.
+    public static let maxIdentifierBytes = 256
+    public static let maxDedupKeyBytes = 1024
+    /// Each value of `detail`.
+    public static let maxDetailValueBytes = 256
+
+    public static func check(_ notification: VerifiedNotification) throws(Rejection) {
+        var identifiers: [(String, String?)] = [
+            ("order reference", notification.orderRef),
+            ("provider transaction id", notification.providerTxnID),
+            ("status", notification.providerStatus),
+            ("payment id", notification.link?.key),
+        ]
+        if case .refund(let info) = notification.effect { identifiers.append(("refund id", info.refundID)) }
+        for case let (name, value?) in identifiers {
+            guard value.utf8.count <= maxIdentifierBytes else {
+                throw Rejection(.fieldTooLong, "\(name) is \(value.utf8.count) bytes, more than \(maxIdentifierBytes)")
+            }
+            // A NUL or line break in an order reference (JSON "\u0000", form "%00") would be
+            // stored, but cut short or split wherever the reference is shown or logged.
+            guard !value.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+                throw Rejection(.malformedBody, "\(name) contains a control character")
+            }
+        }
+        guard notification.dedupKey.utf8.count <= maxDedupKeyBytes else {
+            throw Rejection(.fieldTooLong, "dedup key is \(notification.dedupKey.utf8.count) bytes, more than \(maxDedupKeyBytes)")
+        }
+        for (key, value) in notification.detail where value.utf8.count > maxDetailValueBytes {
+            throw Rejection(.fieldTooLong, "\(key) is \(value.utf8.count) bytes, more than \(maxDetailValueBytes)")
+        }
+    }
+}
+
 /// The exact HTTP answer a provider expects.
 public struct ProviderAnswer: Sendable, Equatable {
     public var status: Int

@@ -26,15 +26,21 @@ struct ProviderEndpoint: Sendable {
             metrics.tooLarge(provider: providerName)
             return .plain(413, "request body too large\n")
         }
-        let bodyBuffer: ByteBuffer
+        // Part by part rather than `collect(upTo:)`, so a body that ends early (the client went
+        // away, or the request deadline closed the connection) is still kept as rejected with
+        // what did arrive.
+        var body: [UInt8] = []
+        var bodyEnded: (any Error)?
         do {
-            bodyBuffer = try await request.body.collect(upTo: limit)
-        } catch is NIOTooManyBytesError {
-            metrics.tooLarge(provider: providerName)
-            return .plain(413, "request body too large\n")
+            for try await part in request.body {
+                guard body.count + part.readableBytes <= limit else {
+                    metrics.tooLarge(provider: providerName)
+                    return .plain(413, "request body too large\n")
+                }
+                body.append(contentsOf: part.readableBytesView)
+            }
         } catch {
-            logger.notice("request body not received", metadata: ["provider": "\(providerName)", "error": "\(error)"])
-            return .plain(400, "request body not received\n")
+            bodyEnded = error
         }
         let clientIP = ClientAddress.resolve(
             peer: context.peerAddress,
@@ -45,29 +51,34 @@ struct ProviderEndpoint: Sendable {
             method: request.method.rawValue,
             target: request.uri.string,
             headers: request.headers.map { ($0.name.rawName, $0.value) },
-            body: Array(buffer: bodyBuffer),
+            body: body,
             clientIP: clientIP?.description
         )
         let received = ReceivedRequest(
             provider: providerName,
-            account: String(accountName.prefix(128)),
+            account: accountName.truncated(toUTF8Bytes: 128),
             receivedAt: Timestamp.format(epochMilliseconds: Int64(Date().timeIntervalSince1970 * 1000)),
             clientIP: raw.clientIP,
-            target: String(raw.target.prefix(2048)),
+            target: raw.target.truncated(toUTF8Bytes: 2048),
             headers: StoredHeaders.json(request.headers),
             body: raw.body
         )
 
         let entry: InboxEntry
         var answerFor: (RecordOutcome) -> ProviderAnswer = { _ in providerType.acknowledgement }
-        if let account = config.account(provider: providerName, name: accountName) {
+        if let bodyEnded {
+            logger.notice("request body ended early", metadata: ["provider": "\(providerName)", "error": "\(bodyEnded)"])
+            let declared = request.headers[.contentLength].map { " of \($0.prefix(20)) declared" } ?? ""
+            entry = .rejected(received, Rejection(.incompleteBody, "the body ended after \(body.count) bytes\(declared)"))
+            answerFor = { _ in providerType.answer(for: Rejection(.incompleteBody, "")) }
+        } else if let account = config.account(provider: providerName, name: accountName) {
             if let allowed = account.allowIPs, !(clientIP.map { allowed.containsAddress($0) } ?? false) {
                 let rejection = Rejection(.ipNotAllowed, "client \(raw.clientIP ?? "unknown") is not in allow_ips")
                 entry = .rejected(received, rejection)
                 answerFor = { _ in .text(403, "forbidden\n") }
             } else {
                 do {
-                    entry = .verified(received, try account.provider.verify(raw))
+                    entry = .verified(received, try account.provider.verifyRequest(raw))
                 } catch {
                     entry = .rejected(received, error)
                     answerFor = { _ in providerType.answer(for: error) }

@@ -5,8 +5,9 @@ import NIOCore
 
 /// Hummingbird's HTTP/1 channel with a request deadline in front of the HTTP decoder: from the
 /// first byte of a request until ipnd starts answering it, at most `requestTimeout` may pass,
-/// or the connection is closed. Slow headers, slow bodies and endless bodies are all cut off,
-/// and since NIO holds no thread per connection, other clients are served meanwhile.
+/// or the client gets 408 and the connection is closed. Slow headers, slow bodies and endless
+/// bodies are all cut off, and since NIO holds no thread per connection, other clients are
+/// served meanwhile.
 struct DeadlineHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
     typealias Value = HTTP1Channel.Value
 
@@ -45,8 +46,14 @@ extension HTTPServerBuilder {
 }
 
 /// Sits next to the socket. Arms a deadline on the first inbound byte while no request is in
-/// progress and disarms it when ipnd writes the answer; if it fires, the connection is closed.
+/// progress and disarms it when ipnd writes the answer; if it fires, ipnd has not started an
+/// answer, so it answers `408 Request Timeout` with `Connection: close` and closes the connection.
+/// A provider endpoint still reading the body then sees it end early and keeps what arrived.
 final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    /// Written straight to the socket: the HTTP encoder has nothing in flight when it is sent.
+    static let timeoutAnswer = "HTTP/1.1 408 Request Timeout\r\nContent-Type: text/plain\r\nContent-Length: 16\r\n"
+        + "Connection: close\r\n\r\nrequest timeout\n"
+
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
     typealias OutboundIn = IOData
@@ -74,7 +81,10 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
                     "peer": "\(context.channel.remoteAddress?.description ?? "unknown")",
                 ])
                 onTimeout()
-                context.close(promise: nil)
+                let answer = context.channel.allocator.buffer(string: Self.timeoutAnswer)
+                context.writeAndFlush(NIOAny(IOData.byteBuffer(answer))).assumeIsolated().whenComplete { _ in
+                    context.close(promise: nil)
+                }
             }
         }
         context.fireChannelRead(data)

@@ -1,7 +1,6 @@
 import Foundation
 import IPNCore
 import Logging
-import Synchronization
 
 /// Writes one `key=value` line per event to stderr (journald keeps it as is):
 /// `ts=... level=info msg=notification provider=unlimint verdict=applied latency_ms=1.20`.
@@ -95,7 +94,7 @@ public struct LogfmtLogHandler: LogHandler {
 /// Where log lines go: stderr, or a buffer in tests.
 public final class LogOutput: Sendable {
     private let capturing: Bool
-    private let lines = Mutex<[String]>([])
+    private let lines = Locked<[String]>([])
 
     private init(capturing: Bool) {
         self.capturing = capturing

@@ -1,0 +1,7 @@
+// libFuzzer entry point of the `juspay` target (built by scripts/fuzz.sh, never by SwiftPM).
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    let bytes = data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? []
+    FuzzHarness.juspay(bytes)
+    return 0
+}
