@@ -123,6 +123,24 @@ struct ProductionTests {
         #expect(await daemon.waitForExit(timeout: 15) == 0)
     }
 
+    @Test("a notify socket nobody reads stalls nothing: ipnd keeps serving and SIGTERM still stops it")
+    func notifySocketNotRead() async throws {
+        let installation = try UnitLikeInstallation()
+        let notify = try NotifySocket()  // never read: its queue fills after a few pings
+        let daemon = try DaemonProcess(configPath: installation.configPath, environment: installation.environment([
+            "NOTIFY_SOCKET": notify.name, "WATCHDOG_USEC": "40000",
+        ]))
+        let ports = try await daemon.waitUntilListening()
+        // Pings every 20 ms: the socket's queue (net.unix.max_dgram_qlen, 10 by default) is full
+        // long before this delivery, and before the STOPPING=1 that SIGTERM sends.
+        try await Task.sleep(for: .seconds(1))
+        #expect(await postUnlimint(port: ports.provider, order: "UNREAD-1", client: HTTPClient.shared) == 200)
+        daemon.signal(SIGTERM)
+        #expect(await daemon.waitForExit(timeout: 30) == 0, "\(daemon.logLines.suffix(5))")
+        #expect(daemon.logLines.contains { $0.contains("systemd notification not delivered") })
+        withExtendedLifetime(notify) {}
+    }
+
     @Test("as an unprivileged user with no capabilities and credentials from $CREDENTIALS_DIRECTORY, as DynamicUser runs it",
           .enabled(if: setprivAvailable, "needs root and setpriv to drop to another user"))
     func unprivileged() async throws {
@@ -182,6 +200,9 @@ struct ProductionTests {
         let daemon = try DaemonProcess(configPath: installation.configPath, environment: installation.environment([
             "NOTIFY_SOCKET": notify.name, "WATCHDOG_USEC": "400000",
         ]))
+        // Start-up may be slow (sanitizer builds on busy cores): count pings from READY=1 on.
+        let started = await notify.receive(for: 30) { $0.hasPrefix("READY=1") }
+        try #require(started.contains { $0.message.hasPrefix("READY=1") }, "\(daemon.logLines.suffix(5))")
         #expect(await notify.receive(for: 1).filter { $0.message.hasPrefix("WATCHDOG=1") }.count >= 2)
         let filler = mountPoint.appendingPathComponent("filler").path
         run(["dd", "if=/dev/zero", "of=\(filler)", "bs=64k"])

@@ -13,6 +13,10 @@ public struct SystemdNotifier: Sendable {
     public var isEnabled: Bool { socketPath != nil }
 
     /// Sends `state` (`READY=1`, `WATCHDOG=1`, `STOPPING=1`, `STATUS=...`; newline-separated).
+    ///
+    /// Never blocks: when the receiver's queue is full (systemd busy, or a reader that stopped
+    /// reading), the message is dropped and `false` returned. A blocking send would hold one of
+    /// the few threads that also serve requests, and could hold a graceful shutdown forever.
     @discardableResult
     public func notify(_ state: String) -> Bool {
         guard let socketPath else { return false }
@@ -33,7 +37,7 @@ public struct SystemdNotifier: Sendable {
         let message = Array(state.utf8)
         let sent = withUnsafePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
-                message.withUnsafeBytes { sendto(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL), socketAddress, length) }
+                message.withUnsafeBytes { sendto(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT), socketAddress, length) }
             }
         }
         return sent == message.count

@@ -26,7 +26,13 @@ struct SystemdService: Service {
                 // Cancelled by the graceful shutdown: nothing more to say to systemd here.
             }
         } onGracefulShutdown: {
-            notifier.notify("STOPPING=1\nSTATUS=stopping: finishing in-flight requests; \(tally.summary)")
+            send("STOPPING=1\nSTATUS=stopping: finishing in-flight requests; \(tally.summary)")
+        }
+    }
+
+    private func send(_ state: String) {
+        if !notifier.notify(state) {
+            logger.warning("systemd notification not delivered", metadata: ["notification": "\(state.prefix { $0 != "\n" })"])
         }
     }
 
@@ -36,13 +42,13 @@ struct SystemdService: Service {
         while !Task.isCancelled {
             if watchdogInterval != nil {
                 if await storeAnswers(within: period) {
-                    notifier.notify("WATCHDOG=1\nSTATUS=serving; \(tally.summary)")
+                    send("WATCHDOG=1\nSTATUS=serving; \(tally.summary)")
                 } else {
                     logger.error("store did not accept a write in time; withholding the watchdog ping")
-                    notifier.notify("STATUS=store not answering; \(tally.summary)")
+                    send("STATUS=store not answering; \(tally.summary)")
                 }
             } else {
-                notifier.notify("STATUS=serving; \(tally.summary)")
+                send("STATUS=serving; \(tally.summary)")
             }
             try await Task.sleep(for: period)
         }
