@@ -151,7 +151,14 @@ public final class Daemon: Sendable {
             return (ListeningPorts(provider: provider, ops: ops), waiters)
         }
         guard let ports else { return }
-        notifier.notify("READY=1\nSTATUS=serving on \(config.server.host):\(ports.provider), ops on \(config.ops.host):\(ports.ops)")
+        let ready = "READY=1\nSTATUS=serving on \(config.server.host):\(ports.provider), ops on \(config.ops.host):\(ports.ops)"
+        if !notifier.notify(ready), notifier.isEnabled {
+            Task { [notifier, logger] in
+                if await !notifier.deliver(ready, within: .seconds(5)) {
+                    logger.warning("systemd notification not delivered", metadata: ["notification": "READY=1"])
+                }
+            }
+        }
         logger.info("listening", metadata: [
             "provider_listener": "\(config.server.host):\(ports.provider)",
             "ops_listener": "\(config.ops.host):\(ports.ops)",

@@ -19,19 +19,19 @@ struct SystemdService: Service {
             try? await gracefulShutdown()
             return
         }
-        await withGracefulShutdownHandler {
-            do {
-                try await cancelWhenGracefulShutdown { try await pingLoop() }
-            } catch {
-                // Cancelled by the graceful shutdown: nothing more to say to systemd here.
-            }
-        } onGracefulShutdown: {
-            send("STOPPING=1\nSTATUS=stopping: finishing in-flight requests; \(tally.summary)")
+        do {
+            try await cancelWhenGracefulShutdown { try await pingLoop() }
+        } catch {
+            // Cancelled by the graceful shutdown: the pings stop.
         }
+        // The service group stops services in reverse order and this one is last in its list, so
+        // systemd hears STOPPING=1 before the listeners stop; a full queue gets retries, and the
+        // shutdown waits for them rather than exiting with the message unsent.
+        await send("STOPPING=1\nSTATUS=stopping: finishing in-flight requests; \(tally.summary)", within: .seconds(2))
     }
 
-    private func send(_ state: String) {
-        if !notifier.notify(state) {
+    private func send(_ state: String, within limit: Duration) async {
+        if await !notifier.deliver(state, within: limit) {
             logger.warning("systemd notification not delivered", metadata: ["notification": "\(state.prefix { $0 != "\n" })"])
         }
     }
@@ -39,16 +39,17 @@ struct SystemdService: Service {
     private func pingLoop() async throws {
         await ready()
         let period = watchdogInterval.map { $0 / 2 } ?? .seconds(15)
+        let sendLimit = min(period / 2, .seconds(1))
         while !Task.isCancelled {
             if watchdogInterval != nil {
                 if await storeAnswers(within: period) {
-                    send("WATCHDOG=1\nSTATUS=serving; \(tally.summary)")
+                    await send("WATCHDOG=1\nSTATUS=serving; \(tally.summary)", within: sendLimit)
                 } else {
                     logger.error("store did not accept a write in time; withholding the watchdog ping")
-                    send("STATUS=store not answering; \(tally.summary)")
+                    await send("STATUS=store not answering; \(tally.summary)", within: sendLimit)
                 }
             } else {
-                send("STATUS=serving; \(tally.summary)")
+                await send("STATUS=serving; \(tally.summary)", within: sendLimit)
             }
             try await Task.sleep(for: period)
         }
