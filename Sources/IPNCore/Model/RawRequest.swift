@@ -55,6 +55,20 @@ public struct RawRequest: Sendable {
         let start = bytes.firstIndex { !isBlank($0) } ?? bytes.endIndex
         return String(decoding: bytes[start...], as: UTF8.self)
     }
+
+    /// The body as a JSON object, for providers that only send JSON: a `Content-Type` that names
+    /// something else is `unsupported_content_type` (none at all is allowed), a body that is not
+    /// one JSON object is `malformed_body`.
+    public func jsonObjectBody() throws(Rejection) -> JSONObject {
+        if let mediaType, !mediaType.isJSONMediaType {
+            throw Rejection(.unsupportedContentType, "Content-Type \(mediaType.prefix(64)) is not JSON")
+        }
+        do {
+            return try JSONParser.parseObject(body)
+        } catch {
+            throw Rejection(.malformedBody, error.description)
+        }
+    }
 }
 
 extension String {

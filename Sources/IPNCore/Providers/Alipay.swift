@@ -136,15 +136,7 @@ public struct Alipay: NotificationProvider {
         guard sentClientID == clientID else {
             throw Rejection(.merchantMismatch, "client-id \(sentClientID.prefix(64)) is not this account's client_id")
         }
-        if let mediaType = request.mediaType, !mediaType.isJSONMediaType {
-            throw Rejection(.unsupportedContentType, "Content-Type \(mediaType.prefix(64)) is not JSON")
-        }
-        let body: JSONObject
-        do {
-            body = try JSONParser.parseObject(request.body)
-        } catch {
-            throw Rejection(.malformedBody, error.description)
-        }
+        let body = try request.jsonObjectBody()
         var notification = try Self.notification(from: body)
         if publicKeys.count > 1 { notification.detail["public_key"] = "\(matched + 1) of \(publicKeys.count)" }
         if let keyVersion = header.keyVersion { notification.detail["key_version"] = String(keyVersion.prefix(16)) }

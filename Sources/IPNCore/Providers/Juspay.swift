@@ -45,15 +45,7 @@ public struct Juspay: NotificationProvider {
 
     public func verify(_ request: RawRequest) throws(Rejection) -> VerifiedNotification {
         try authenticate(request)
-        if let mediaType = request.mediaType, !mediaType.isJSONMediaType {
-            throw Rejection(.unsupportedContentType, "Content-Type \(mediaType.prefix(64)) is not JSON")
-        }
-        let body: JSONObject
-        do {
-            body = try JSONParser.parseObject(request.body)
-        } catch {
-            throw Rejection(.malformedBody, error.description)
-        }
+        let body = try request.jsonObjectBody()
         return try Self.notification(from: body)
     }
 

@@ -38,15 +38,7 @@ public struct Unlimint: NotificationProvider {
             Crypto.constantTimeEquals(received, Crypto.digest(.sha512, request.body, secret))
         }
         guard let matched else { throw Rejection(.badSignature, "Signature does not match the body under any callback secret") }
-        if let mediaType = request.mediaType, !mediaType.isJSONMediaType {
-            throw Rejection(.unsupportedContentType, "Content-Type \(mediaType.prefix(64)) is not JSON")
-        }
-        let body: JSONObject
-        do {
-            body = try JSONParser.parseObject(request.body)
-        } catch {
-            throw Rejection(.malformedBody, error.description)
-        }
+        let body = try request.jsonObjectBody()
         var notification = try Self.notification(from: body)
         if secrets.count > 1 { notification.detail["secret"] = "\(matched + 1) of \(secrets.count)" }
         return notification
