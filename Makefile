@@ -28,7 +28,11 @@ check-config: build
 	chmod 600 $(CONFIG)
 	.build/debug/ipnd check-config --config $(CONFIG)
 
+# The tests also run `systemd-analyze verify` on deploy/ipnd.service.
+TEST_PACKAGES := systemd
+
 test: deps
+	@scripts/install-system-packages.sh $(TEST_PACKAGES)
 	chmod 600 config/ipnd.dev.yaml
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
@@ -37,6 +41,7 @@ test: deps
 # fails on a failed test or on any sanitizer report. SANITIZERS="thread" runs one.
 SANITIZERS ?= thread address
 test-sanitizers: deps
+	@scripts/install-system-packages.sh $(TEST_PACKAGES)
 	chmod 600 config/ipnd.dev.yaml
 	scripts/test-sanitizers.sh $(SANITIZERS)
 
