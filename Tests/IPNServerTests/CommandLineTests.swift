@@ -17,17 +17,27 @@ struct CommandResult {
 /// Runs `ipnd` with `arguments` and waits for it on a thread of its own (with a deadline,
 /// killing it past that).
 func ipnd(_ arguments: [String], environment: [String: String] = [:], timeout: Double = 20) async throws -> CommandResult {
-    try await onDedicatedThread { Result { try blockingIPND(arguments, environment: environment, timeout: timeout) } }.get()
-}
-
-private func blockingIPND(_ arguments: [String], environment: [String: String], timeout: Double) throws -> CommandResult {
-    let process = Process()
-    process.executableURL = ipndBinary
-    process.arguments = arguments
     var env = ProcessInfo.processInfo.environment
     env.removeValue(forKey: "IPND_CONFIG")
     for (key, value) in environment { env[key] = value }
-    process.environment = env
+    return try await runProcess(ipndBinary, arguments, environment: env, timeout: timeout)
+}
+
+/// Runs `executable` with `arguments` (and `environment`, else this process's) on a thread of its
+/// own, killing it past `timeout` seconds.
+func runProcess(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil,
+                timeout: Double = 20) async throws -> CommandResult {
+    try await onDedicatedThread {
+        Result { try blockingRun(executable, arguments, environment: environment, timeout: timeout) }
+    }.get()
+}
+
+private func blockingRun(_ executable: URL, _ arguments: [String], environment: [String: String]?,
+                         timeout: Double) throws -> CommandResult {
+    let process = Process()
+    process.executableURL = executable
+    process.arguments = arguments
+    if let environment { process.environment = environment }
     let out = Pipe()
     let err = Pipe()
     process.standardOutput = out

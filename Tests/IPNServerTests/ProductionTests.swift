@@ -287,16 +287,8 @@ struct ProductionTests {
         // Blocking socket calls belong on a thread of their own, not on the cooperative pool
         // the in-process daemon needs.
         async let slow = onDedicatedThread { () -> (closed: Bool, after: Double) in
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            guard let fd = RawHTTP.connectLoopback(port: port) else { return (false, 0) }
             defer { close(fd) }
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = in_port_t(UInt16(port).bigEndian)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            guard connected == 0 else { return (false, 0) }
             var timeout = timeval(tv_sec: 0, tv_usec: 50_000)
             setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
             let head = phase == "header"

@@ -4,22 +4,7 @@ import Testing
 
 /// Runs a shell command line (a printed curl command) on a thread of its own.
 func shell(_ commandLine: String) async throws -> CommandResult {
-    try await onDedicatedThread {
-        Result { () throws -> CommandResult in
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/bin/sh")
-            process.arguments = ["-c", commandLine]
-            let out = Pipe()
-            let err = Pipe()
-            process.standardOutput = out
-            process.standardError = err
-            try process.run()
-            let stdout = PipeReader(out)
-            let stderr = PipeReader(err)
-            process.waitUntilExit()
-            return CommandResult(status: process.terminationStatus, stdout: stdout.text(), stderr: stderr.text())
-        }
-    }.get()
+    try await runProcess(URL(fileURLWithPath: "/bin/sh"), ["-c", commandLine])
 }
 
 @Suite("ipnd simulate against a live daemon (issue 4)", .serialized)

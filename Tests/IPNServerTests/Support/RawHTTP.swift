@@ -56,9 +56,10 @@ enum RawHTTP {
         await onDedicatedThread { blockingExchange(port: port, bytes, timeout: timeout, expectSecond: expectSecond) }
     }
 
-    private static func blockingExchange(port: Int, _ bytes: [UInt8], timeout: Double, expectSecond: Bool) -> Answer {
+    /// A blocking TCP socket connected to 127.0.0.1:`port`, or nil; the caller closes it.
+    static func connectLoopback(port: Int) -> Int32? {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
+        guard fd >= 0 else { return nil }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -66,7 +67,16 @@ enum RawHTTP {
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard connected == 0 else { return Answer(status: nil, closed: true) }
+        guard connected == 0 else {
+            close(fd)
+            return nil
+        }
+        return fd
+    }
+
+    private static func blockingExchange(port: Int, _ bytes: [UInt8], timeout: Double, expectSecond: Bool) -> Answer {
+        guard let fd = connectLoopback(port: port) else { return Answer(status: nil, closed: true) }
+        defer { close(fd) }
         var pollTimeout = timeval(tv_sec: 0, tv_usec: 50_000)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &pollTimeout, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &pollTimeout, socklen_t(MemoryLayout<timeval>.size))
