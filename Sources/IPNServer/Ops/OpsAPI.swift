@@ -54,9 +54,8 @@ struct OpsAPI: Sendable {
         let chosen = filter
         return await answer {
             let orders = try await store.read { db in try Queries.orders(db, chosen) }
-            let page = Array(orders.prefix(pageSize))
-            let next = orders.count > pageSize ? page.last.map { ListCursor.encode(.orders, lastID: $0.id) } : nil
-            return .json(200, RecordJSON.page(page.map(RecordJSON.order), nextCursor: next))
+            let page = ListCursor.page(orders, size: pageSize, list: .orders) { $0.id }
+            return .json(200, RecordJSON.page(page.rows.map(RecordJSON.order), nextCursor: page.next))
         }
     }
 
@@ -83,9 +82,8 @@ struct OpsAPI: Sendable {
         let chosen = filter
         return await answer {
             let notifications = try await store.read { db in try Queries.notifications(db, chosen, includeRaw: includeRaw) }
-            let page = Array(notifications.prefix(pageSize))
-            let next = notifications.count > pageSize ? page.last.map { ListCursor.encode(.notifications, lastID: $0.id) } : nil
-            return .json(200, RecordJSON.page(page.map { RecordJSON.notification($0, includeRaw: includeRaw) }, nextCursor: next))
+            let page = ListCursor.page(notifications, size: pageSize, list: .notifications) { $0.id }
+            return .json(200, RecordJSON.page(page.rows.map { RecordJSON.notification($0, includeRaw: includeRaw) }, nextCursor: page.next))
         }
     }
 

@@ -75,6 +75,14 @@ public enum ListCursor {
         Base64URL.encode(Array("\(list.rawValue):\(lastID)".utf8))
     }
 
+    /// The first `size` of `rows` (read with a limit of `size + 1`, newest first) and, when
+    /// more followed, the cursor of the page after them.
+    static func page<Row>(_ rows: [Row], size: Int, list: List, id: (Row) -> Int64) -> (rows: [Row], next: String?) {
+        let page = Array(rows.prefix(size))
+        let next = rows.count > size ? page.last.map { encode(list, lastID: id($0)) } : nil
+        return (page, next)
+    }
+
     /// The id the next page starts below.
     public static func decode(_ text: String, list: List) throws(QueryParameterError) -> Int64 {
         guard let bytes = Base64URL.decode(text),
