@@ -271,9 +271,14 @@ private let vectorBody = Fixture.bytes("juspay-order-succeeded.json")
             )))
         }
 
-        @Test func orderRefundedWithoutRefundedAmountIsRejected() throws {
+        @Test func orderRefundedWithoutRefundedAmountMeansRefunded() throws {
+            // Authentic: rejecting it would only make Juspay resend it; the event says refunded.
             let body = #"{"id":"e","event_name":"ORDER_REFUNDED","content":{"order":{"order_id":"O","status":"CHARGED","amount":1,"currency":"INR"}}}"#
-            #expect(try Self.reason(Array(body.utf8)) == .missingField)
+            let notification = try Self.verify(Array(body.utf8))
+            #expect(notification.kind == .refund)
+            #expect(notification.effect == .refund(RefundInfo(
+                cumulativeRefundedMinor: nil, fullyRefunded: true, orderAmount: Money(minor: 100, currency: "INR")
+            )))
         }
 
         @Test func chargebackEvents() throws {
@@ -285,13 +290,30 @@ private let vectorBody = Fixture.bytes("juspay-order-succeeded.json")
             #expect(resolved.effect == .chargebackReversal)
             #expect(resolved.kind == .chargeback)
             #expect(resolved.orderRef == "ORD-9")
+            let lost = try Self.verify(Self.body(event: "CHARGEBACK_RESOLVED_IN_CUSTOMER_FAVOUR"))
+            #expect(lost.effect == .transition(.chargedBack))
+        }
+
+        @Test(arguments: [
+            "ORDER_REFUND_FAILED", "AUTO_REFUND_FAILED", "REFUND_MANUAL_REVIEW_NEEDED",
+            "CHARGEBACK_UNDER_REVIEW", "CHARGEBACK_EXPIRED", "CHARGEBACK_CANCELED",
+        ])
+        func failedRefundsAndChargebackStagesAreRecorded(event: String) throws {
+            // They carry the order's unchanged status (CHARGED): applying it would be wrong.
+            let notification = try Self.verify(Self.body(event: event, status: "CHARGED"))
+            #expect(notification.effect == .record)
+            #expect(notification.kind == (event.hasPrefix("CHARGEBACK") ? .chargeback : .refund))
+            #expect(notification.providerStatus == event)
+            #expect(notification.orderRef == "ORD-9")
         }
 
         @Test func otherEventsUseTheOrderStatus() throws {
             for (event, status, effect) in [
                 ("ORDER_FAILED", "AUTHORIZATION_FAILED", NotificationEffect.transition(.failed)),
                 ("TXN_CREATED", "PENDING_VBV", .transition(.pending)),
-                ("ORDER_REFUND_FAILED", "CHARGED", .transition(.paid)),
+                ("ORDER_SUCCEEDED", "CHARGED", .transition(.paid)),
+                ("AUTO_REFUND_SUCCEEDED", "AUTO_REFUNDED", .refund(RefundInfo(
+                    cumulativeRefundedMinor: 0, fullyRefunded: true, orderAmount: Money(minor: 60000, currency: "INR")))),
             ] {
                 #expect(try Self.verify(Self.body(event: event, status: status)).effect == effect, "\(event)")
             }

@@ -97,21 +97,26 @@ public struct Juspay: NotificationProvider {
         let effect: NotificationEffect
         switch eventName {
         case "ORDER_REFUNDED":
-            guard let refunded = try order.majorUnitAmount("amount_refunded", path: "content.order") else {
-                throw Rejection(.missingField, "content.order.amount_refunded is missing on ORDER_REFUNDED")
-            }
+            // Refunded, or partially refunded when amount_refunded < amount; an authentic event
+            // without amount_refunded says the order is refunded (rejecting it would only make
+            // Juspay resend it for a day).
+            let refunded = try order.majorUnitAmount("amount_refunded", path: "content.order")
             kind = .refund
             effect = .refund(
                 RefundInfo(
-                    cumulativeRefundedMinor: refunded.minor,
-                    fullyRefunded: amount.map { refunded.minor >= $0.minor },
+                    cumulativeRefundedMinor: refunded?.minor,
+                    fullyRefunded: refunded.map { refunded in amount.map { refunded.minor >= $0.minor } } ?? true,
                     orderAmount: amount
                 )
             )
-        case "CHARGEBACK_RECEIVED":
+        case "CHARGEBACK_RECEIVED", "CHARGEBACK_RESOLVED_IN_CUSTOMER_FAVOUR":
             (kind, effect) = (.chargeback, .transition(.chargedBack))
         case "CHARGEBACK_RESOLVED_IN_MERCHANT_FAVOUR":
             (kind, effect) = (.chargeback, .chargebackReversal)
+        case _ where Self.isIntermediateStage(eventName):
+            // Failed refunds and chargeback stages short of a resolution carry the order's
+            // (unchanged) status; they are recorded, never applied as that status.
+            (kind, effect) = (eventName.hasPrefix("CHARGEBACK") ? .chargeback : .refund, .record)
         default:
             guard let status else { throw Rejection(.missingField, "content.order.status is missing") }
             kind = .payment
@@ -131,6 +136,16 @@ public struct Juspay: NotificationProvider {
             amount: amount,
             detail: detail
         )
+    }
+
+    /// Refund events other than a success (`ORDER_REFUND_FAILED`, `AUTO_REFUND_FAILED`,
+    /// `REFUND_MANUAL_REVIEW_NEEDED`, ...) and chargeback events other than the received and
+    /// resolved ones.
+    static func isIntermediateStage(_ eventName: String) -> Bool {
+        if eventName.hasPrefix("CHARGEBACK") { return true }
+        guard eventName.contains("REFUND") else { return false }
+        return eventName.contains("FAIL") || eventName.contains("REVIEW") || eventName.contains("PENDING")
+            || eventName.contains("INITIATED")
     }
 
     static func statusEffect(_ status: String, order: JSONObject, amount: Money?) throws(Rejection) -> NotificationEffect {
