@@ -118,6 +118,17 @@ enum Recorder {
                     now: now
                 )
             }
+        } else if order == nil, let orderRef = notification.orderRef {
+            // A notification that names an unknown order creates it whatever its kind
+            // (product.md section 5). One with no state effect (a payout, a chargeback stage,
+            // an unknown status) says nothing about the payment yet: the order starts at the
+            // lowest rank, `expected`, without a transition, so any later notification applies.
+            let txnID = (notification.kind == .payment || notification.kind == .capture) ? notification.providerTxnID : nil
+            order = try OrderRow.insert(
+                db, scope: scope, orderRef: orderRef, state: .expected,
+                amount: notification.kind == .payment ? notification.amount : nil,
+                refundedMinor: 0, providerTxnID: txnID, now: now
+            )
         }
         if let flag = decision.flag, var existing = order, !existing.flags.contains(flag.rawValue) {
             existing.flags.append(flag.rawValue)

@@ -1,0 +1,126 @@
+import Foundation
+import GRDB
+import IPNCore
+import Testing
+
+/// The transition rules of product.md section 5 that involve more than one notification,
+/// through real HTTP requests and the real SQLite file.
+@Suite("Order lifecycles end to end over HTTP")
+struct OrderLifecycleHTTPTests {
+    struct Transition: Equatable, CustomStringConvertible {
+        let from: String?
+        let to: String
+        var description: String { "\(from ?? "nil")->\(to)" }
+    }
+
+    static func transitions(_ daemon: TestDaemon, _ orderRef: String, provider: String = "unlimint") throws -> [Transition] {
+        try daemon.query { db in
+            try Row.fetchAll(db, sql: """
+                SELECT t.from_state, t.to_state FROM transitions t JOIN orders o ON o.id = t.order_id
+                WHERE o.provider = ? AND o.order_ref = ? ORDER BY t.id
+                """, arguments: [provider, orderRef]).map { Transition(from: $0[0], to: $0[1]) }
+        }
+    }
+
+    static func unlimint(_ daemon: TestDaemon, _ body: [UInt8]) async throws {
+        let answer = try await daemon.post("/ipn/unlimint", body: body, headers: UnlimintRequests.headers(for: body))
+        #expect(answer.status == 200)
+        #expect(answer.text == "OK")
+    }
+
+    static func payoutBody(order: String, id: String) -> [UInt8] {
+        Array(#"{"callback_time":"2026-11-21T09:30:06.828Z","merchant_order":{"id":"\#(order)"},"payout_data":{"id":"\#(id)","status":"COMPLETED","amount":2.50,"currency":"USD"}}"#.utf8)
+    }
+
+    @Test("a payout for an unseen order is recorded and creates the order at the lowest rank; the payment still applies")
+    func recordedCreatesTheOrder() async throws {
+        let daemon = try await TestDaemon.start()
+        try await Self.unlimint(daemon, Self.payoutBody(order: "LC-1", id: "po-1"))
+        #expect(try daemon.verdicts(orderRef: "LC-1") == ["recorded"])
+        #expect(try daemon.orderState("LC-1") == "expected")
+        #expect(try Self.transitions(daemon, "LC-1") == [])
+
+        try await Self.unlimint(daemon, UnlimintRequests.body(order: "LC-1", id: "pay-1", status: "COMPLETED", amount: "10.00"))
+        try await Self.unlimint(daemon, Self.payoutBody(order: "LC-1", id: "po-2"))
+        #expect(try daemon.verdicts(orderRef: "LC-1") == ["recorded", "applied", "recorded"])
+        #expect(try daemon.orderState("LC-1") == "paid")
+        #expect(try Self.transitions(daemon, "LC-1") == [Transition(from: "expected", to: "paid")])
+        #expect(try daemon.count("SELECT amount_minor FROM orders WHERE order_ref = 'LC-1'") == 1000)
+        // The recorded notifications are linked to the order, for `orders show`.
+        #expect(try daemon.count("SELECT COUNT(*) FROM notifications WHERE order_ref = 'LC-1' AND order_id IS NOT NULL") == 3)
+        try await daemon.stop()
+    }
+
+    @Test("chargeback, then resolved in the merchant's favour: paid -> charged_back -> paid; a late pending is stale")
+    func chargebackAndReversal() async throws {
+        let daemon = try await TestDaemon.start()
+        for (id, status) in [("p", "COMPLETED"), ("p", "CHARGED_BACK"), ("p", "CHARGEBACK_RESOLVED"), ("p", "IN_PROGRESS")] {
+            try await Self.unlimint(daemon, UnlimintRequests.body(order: "LC-2", id: id, status: status))
+        }
+        #expect(try daemon.verdicts(orderRef: "LC-2") == ["applied", "applied", "applied", "stale"])
+        #expect(try daemon.orderState("LC-2") == "paid")
+        #expect(try Self.transitions(daemon, "LC-2") == [
+            Transition(from: nil, to: "paid"), Transition(from: "paid", to: "charged_back"),
+            Transition(from: "charged_back", to: "paid"),
+        ])
+        try await daemon.stop()
+    }
+
+    @Test("a late authorization lifts a failed order to authorized; a late pending after it is stale")
+    func lateAuthorization() async throws {
+        let daemon = try await TestDaemon.start()
+        for status in ["DECLINED", "AUTHORIZED", "DECLINED"] {
+            try await Self.unlimint(daemon, UnlimintRequests.body(order: "LC-3", id: "p3", status: status))
+        }
+        #expect(try daemon.verdicts(orderRef: "LC-3") == ["applied", "applied", "duplicate"])
+        try await Self.unlimint(daemon, UnlimintRequests.body(order: "LC-3", id: "p3", status: "IN_PROGRESS"))
+        #expect(try daemon.verdicts(orderRef: "LC-3") == ["applied", "applied", "duplicate", "stale"])
+        #expect(try daemon.orderState("LC-3") == "authorized")
+        #expect(try Self.transitions(daemon, "LC-3") == [Transition(from: nil, to: "failed"), Transition(from: "failed", to: "authorized")])
+        try await daemon.stop()
+    }
+
+    @Test("partial refunds with new refund ids grow the total; a redelivered refund adds nothing; the last one refunds fully")
+    func partialRefunds() async throws {
+        let daemon = try await TestDaemon.start()
+        try await Self.unlimint(daemon, UnlimintRequests.body(order: "LC-4", id: "p4", status: "COMPLETED", amount: "10.00"))
+        let first = UnlimintRequests.refundBody(order: "LC-4", paymentID: "p4", refundID: "r1", amount: "3.00", remaining: "7.00")
+        try await Self.unlimint(daemon, first)
+        try await Self.unlimint(daemon, UnlimintRequests.refundBody(order: "LC-4", paymentID: "p4", refundID: "r2", amount: "2.00", remaining: "5.00"))
+        try await Self.unlimint(daemon, first)
+        #expect(try daemon.verdicts(orderRef: "LC-4") == ["applied", "applied", "applied", "duplicate"])
+        #expect(try daemon.orderState("LC-4") == "partially_refunded")
+        #expect(try daemon.count("SELECT refunded_minor FROM orders WHERE order_ref = 'LC-4'") == 500)
+
+        try await Self.unlimint(daemon, UnlimintRequests.refundBody(order: "LC-4", paymentID: "p4", refundID: "r3", amount: "5.00", remaining: "0"))
+        #expect(try daemon.orderState("LC-4") == "refunded")
+        #expect(try daemon.count("SELECT refunded_minor FROM orders WHERE order_ref = 'LC-4'") == 1000)
+        #expect(try Self.transitions(daemon, "LC-4").map(\.to) == ["paid", "partially_refunded", "partially_refunded", "refunded"])
+        try await daemon.stop()
+    }
+
+    @Test("Juspay: a failed refund is recorded and leaves the order paid; ORDER_REFUNDED then refunds it")
+    func juspayFailedRefund() async throws {
+        let daemon = try await TestDaemon.start()
+        func send(_ event: String, _ eventID: String, refunded: String = "0") async throws {
+            let body = Array((
+                #"{"id":"\#(eventID)","date_created":"2026-11-21T10:15:30Z","event_name":"\#(event)","content":{"order":{"#
+                + #""id":"ord_1","order_id":"LC-5","status":"CHARGED","amount":600,"currency":"INR","amount_refunded":\#(refunded)}}}"#
+            ).utf8)
+            let answer = try await daemon.post("/ipn/juspay", body: body, headers: [
+                ("Content-Type", "application/json"),
+                ("Authorization", Juspay.authorization(username: TestDaemon.juspayUsername, password: TestDaemon.juspayPassword)),
+            ])
+            #expect(answer.status == 200, "\(event): \(answer.text)")
+            #expect(answer.text == "OK")
+        }
+        try await send("ORDER_SUCCEEDED", "evt_1")
+        try await send("ORDER_REFUND_FAILED", "evt_2")
+        #expect(try daemon.verdicts(orderRef: "LC-5") == ["applied", "recorded"])
+        #expect(try daemon.orderState("LC-5", provider: "juspay") == "paid")
+        try await send("ORDER_REFUNDED", "evt_3", refunded: "600")
+        #expect(try daemon.verdicts(orderRef: "LC-5") == ["applied", "recorded", "applied"])
+        #expect(try daemon.orderState("LC-5", provider: "juspay") == "refunded")
+        try await daemon.stop()
+    }
+}
