@@ -3,7 +3,7 @@ import IPNCore
 import Yams
 
 /// Loads and validates the YAML config: unknown keys, missing secrets, malformed values and
-/// secrets readable by others stop startup with a message naming the key.
+/// secrets in world-readable files stop startup with a message naming the key.
 public enum ConfigLoader {
     /// The config path from `--config`, else `$IPND_CONFIG`, else `/etc/ipnd/ipnd.yaml`.
     public static func defaultPath(environment: [String: String]) -> String {
@@ -113,8 +113,10 @@ enum FileAccess {
         return UInt16(info.st_mode & 0o7777)
     }
 
-    /// Whether a file's permissions let its group or others read it.
-    static func readableByOthers(mode: UInt16) -> Bool { mode & 0o044 != 0 }
+    /// Whether a file is world-readable: its permissions let users other than its owner and
+    /// group read it. Group-readable (0640, `root:ipnd`) is the usual way to hand a file to a
+    /// service and stays allowed.
+    static func readableByOthers(mode: UInt16) -> Bool { mode & 0o004 != 0 }
 
     static func octal(_ mode: UInt16) -> String {
         let text = String(mode, radix: 8)

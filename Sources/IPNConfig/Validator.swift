@@ -27,7 +27,7 @@ struct Validator {
         if secrets == .resolve, let first = inlineSecrets.first, FileAccess.readableByOthers(mode: file.mode) {
             throw ConfigError(
                 key: first,
-                "is a secret written inline in \(file.absolutePath), which is readable by group or others (mode \(FileAccess.octal(file.mode))); run chmod 600 on it, or move the secret to \(first.split(separator: ".").last.map(String.init) ?? "NAME")_file (LoadCredential=)"
+                "is a secret written inline in \(file.absolutePath), which is world-readable (mode \(FileAccess.octal(file.mode))); run chmod o-r (or 600) on it, or move the secret to \(first.split(separator: ".").last.map(String.init) ?? "NAME")_file (LoadCredential=)"
             )
         }
         return IPNDConfig(path: file.absolutePath, server: server, store: store, ops: ops, accounts: accounts, accountNames: names)
@@ -201,11 +201,11 @@ struct Validator {
     }
 
     /// Reads a secret file: one secret, without its trailing line break. Secret files must not
-    /// be readable by group or others.
+    /// be world-readable.
     private func secretFile(_ path: String, key: String, isSecret: Bool) throws(ConfigError) -> String {
         var text = try readFile(path, key: key)
         if isSecret, let mode = FileAccess.mode(of: path), FileAccess.readableByOthers(mode: mode) {
-            throw ConfigError(key: key, "\(path) holds a secret but is readable by group or others (mode \(FileAccess.octal(mode))); run chmod 600 on it")
+            throw ConfigError(key: key, "\(path) holds a secret but is world-readable (mode \(FileAccess.octal(mode))); run chmod o-r (or 600) on it")
         }
         // Bytes, not Characters: "\r\n" is a single Character in Swift.
         var bytes = Array(text.utf8)

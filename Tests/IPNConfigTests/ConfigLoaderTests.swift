@@ -223,19 +223,22 @@ struct ConfigLoaderTests {
         #expect(missing?.message.contains("No such file") == true)
     }
 
-    @Test("secrets in files or configs readable by group or others stop startup")
+    @Test("secrets in world-readable files or configs stop startup; group-readable (root:ipnd 0640) is allowed")
     func permissions() throws {
         let dir = try ConfigDirectory()
         let worldReadable = dir.error(minimalProviders, mode: 0o644)
         #expect(worldReadable?.key == "providers.unlimint[0].callback_secret")
         #expect(worldReadable?.message.contains("0644") == true)
-        #expect(dir.error(minimalProviders, mode: 0o640)?.key == "providers.unlimint[0].callback_secret")
+        #expect(dir.error(minimalProviders, mode: 0o604)?.key == "providers.unlimint[0].callback_secret")
+        #expect(dir.error(minimalProviders, mode: 0o640) == nil)
         #expect(dir.error(minimalProviders, mode: 0o600) == nil)
         // A config without inline secrets may be world-readable; its secret files may not.
         try dir.write("secret", "x\n", mode: 0o644)
         let fileYAML = "providers:\n  unlimint:\n    - callback_secret_file: secret\n"
         #expect(dir.error(fileYAML, mode: 0o644)?.key == "providers.unlimint[0].callback_secret_file")
         try dir.write("secret", "x\n", mode: 0o400)
+        #expect(dir.error(fileYAML, mode: 0o644) == nil)
+        try dir.write("secret", "x\n", mode: 0o440)
         #expect(dir.error(fileYAML, mode: 0o644) == nil)
     }
 
