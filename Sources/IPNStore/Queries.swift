@@ -29,8 +29,8 @@ public enum Queries {
             )
         }
         let notifications = try Row.fetchAll(
-            db, sql: "SELECT * FROM notifications WHERE (provider = ? AND account = ? AND order_ref = ?) OR order_id = ? ORDER BY id",
-            arguments: [provider, account, orderRef, order.id]
+            db, sql: "SELECT * FROM notifications WHERE order_id = ? ORDER BY id",
+            arguments: [order.id]
         ).map { try notificationRecord($0, includeRaw: includeRaw) }
         return OrderDetail(order: order, transitions: transitions, notifications: notifications)
     }

@@ -50,7 +50,7 @@ enum Schema {
                     detail TEXT,
                     pending_effect TEXT
                 );
-                CREATE INDEX notifications_by_order ON notifications(provider, account, order_ref);
+                CREATE INDEX notifications_by_order ON notifications(order_id);
                 CREATE INDEX notifications_by_verdict ON notifications(verdict, id);
                 CREATE INDEX notifications_unlinked ON notifications(provider, account, link_key)
                     WHERE verdict = 'unlinked';

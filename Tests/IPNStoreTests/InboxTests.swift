@@ -239,3 +239,30 @@ func permutations<T>(of items: [T]) -> [[T]] {
         return permutations(of: rest).map { [item] + $0 }
     }
 }
+
+@Suite("Read queries on a large store")
+struct QueryPlanTests {
+    @Test("orders show reads the order, its transitions and its notifications through indexes, never a table scan")
+    func orderDetailUsesIndexes() async throws {
+        let store = try TemporaryStore(maxBatch: 64)
+        _ = try await store.inbox.record(.verified(request(), notification("pay-1", .transition(.paid))))
+        let plans = try await store.store.read { db -> [String] in
+            let statements = Locked<[String]>([])
+            db.trace(options: .statement) { event in
+                if case .statement(let statement) = event { statements.withLock { $0.append(statement.sql) } }
+            }
+            _ = try Queries.order(db, provider: "test", account: "default", orderRef: "O1")
+            db.trace(options: [])
+            let executed = statements.withLock { $0 }
+            return try executed.flatMap { sql in
+                try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + sql, arguments: StatementArguments(
+                    Array(repeating: DatabaseValue.null, count: sql.filter { $0 == "?" }.count)
+                )).map { "\($0["detail"] as String? ?? "")  <- \(sql)" }
+            }
+        }
+        #expect(plans.count >= 3)
+        for plan in plans {
+            #expect(!plan.hasPrefix("SCAN"), "\(plan)")
+        }
+    }
+}
