@@ -256,7 +256,7 @@ private func pemArmoured(_ base64: String) -> String {
             }
             #expect(plusUnescaped.contains("+"))
             #expect(rejection(try Vector.account(), Vector.request(signature: plusUnescaped)) == nil)
-            #expect(Alipay.SignatureHeader.percentDecode("a+b%2B%2bc%3d") == "a+b++c=")
+            #expect(Alipay.SignatureHeader.percentDecode(ArraySlice("a+b%2B%2bc%3d".utf8)) == "a+b++c=")
         }
 
         @Test func spacesAfterCommasParse() throws {

@@ -58,8 +58,8 @@ public struct Citcon: NotificationProvider {
     /// value, never `sign`, each once, sorted by byte order.
     public static func signedKeys(fields: String) -> [String] {
         var keys: Set<String> = ["fields"]
-        for name in fields.split(separator: ",", omittingEmptySubsequences: true) {
-            keys.insert(String(name))
+        for name in fields.utf8.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: true) {
+            keys.insert(String(decoding: name, as: UTF8.self))
         }
         keys.remove("sign")
         return keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
@@ -79,9 +79,20 @@ public struct Citcon: NotificationProvider {
 
     /// The signing string up to, not including, the appended secret.
     static func unsecretedString(_ values: [String: String]) -> String {
-        signedKeys(fields: values["fields"] ?? "")
-            .map { "\($0)=\(values[$0] ?? "")" }
-            .joined(separator: "&")
+        String(decoding: unsecretedBytes(values), as: UTF8.self)
+    }
+
+    /// `unsecretedString` as the bytes that are hashed, built without intermediate strings.
+    static func unsecretedBytes(_ values: [String: String]) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(512)
+        for key in signedKeys(fields: values["fields"] ?? "") {
+            if !out.isEmpty { out.append(UInt8(ascii: "&")) }
+            out.append(contentsOf: key.utf8)
+            out.append(UInt8(ascii: "="))
+            if let value = values[key] { out.append(contentsOf: value.utf8) }
+        }
+        return out
     }
 
     // MARK: Verification
@@ -103,7 +114,7 @@ public struct Citcon: NotificationProvider {
                 "a \(generation.rawValue.uppercased()) notification, but this account has no \(generation.configKey) to verify it"
             )
         }
-        let unsecreted = Array(Self.unsecretedString(body.values).utf8)
+        let unsecreted = Self.unsecretedBytes(body.values)
         let matched = secrets.firstIndex { secret in
             let suffix = Array("&\(generation.secretLabel)=\(secret)".utf8)
             return Crypto.hexDigestMatches(sign, expected: Crypto.digest(generation.algorithm, unsecreted, suffix))
