@@ -1,3 +1,4 @@
+import Foundation
 import IPNCore
 import Testing
 
@@ -102,5 +103,25 @@ struct FormBodyTests {
             #expect(parsed.fields.map(\.name) == fields.map(\.0))
             #expect(parsed.fields.map(\.value) == fields.map(\.1))
         }
+    }
+}
+
+@Suite("JSON text written by ipnd")
+struct JSONTextTests {
+    @Test("quotes, backslashes and control characters are escaped; everything else is copied as is",
+          arguments: [
+              ("plain text", #""plain text""#),
+              ("a\"b\\c", #""a\"b\\c""#),
+              ("line\nbreak\r\ttab", #""line\nbreak\r\ttab""#),
+              ("nul\u{0}esc\u{1B}", #""nul\u0000esc\u001b""#),
+              ("é 中 😀", "\"é 中 😀\""),
+          ])
+    func quoted(_ text: String, _ expected: String) throws {
+        var out: [UInt8] = []
+        JSONText.appendQuoted(text, to: &out)
+        #expect(String(decoding: out, as: UTF8.self) == expected)
+        // And it reads back as the same string.
+        let decoded = try JSONSerialization.jsonObject(with: Data(out), options: .fragmentsAllowed) as? String
+        #expect(decoded == text)
     }
 }

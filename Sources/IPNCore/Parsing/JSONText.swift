@@ -20,7 +20,11 @@ public enum JSONText {
 
     /// Appends the contents of a JSON string literal for `text` (without the quotes).
     public static func appendEscaped(_ text: String, to out: inout [UInt8]) {
-        let hex = Array("0123456789abcdef".utf8)
+        // Runs for every stored header and detail value: the common case is one bulk copy.
+        guard text.utf8.contains(where: needsEscape) else {
+            out.append(contentsOf: text.utf8)
+            return
+        }
         for byte in text.utf8 {
             guard needsEscape(byte) else {
                 out.append(byte)
@@ -32,12 +36,14 @@ public enum JSONText {
             case UInt8(ascii: "\n"): out.append(contentsOf: [0x5C, UInt8(ascii: "n")])
             case UInt8(ascii: "\r"): out.append(contentsOf: [0x5C, UInt8(ascii: "r")])
             case UInt8(ascii: "\t"): out.append(contentsOf: [0x5C, UInt8(ascii: "t")])
-            default: out.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 0x0f)]])
+            default: out.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hexDigit(byte >> 4), hexDigit(byte & 0x0f)])
             }
         }
     }
 
     private static func needsEscape(_ byte: UInt8) -> Bool { byte < 0x20 || byte == 0x22 || byte == 0x5C }
+
+    private static func hexDigit(_ value: UInt8) -> UInt8 { value < 10 ? 0x30 + value : 0x57 + value }
 
     /// A flat JSON object of strings, keys sorted (stable stored text).
     public static func object(_ fields: [String: String]) -> String {
