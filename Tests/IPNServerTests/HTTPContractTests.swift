@@ -107,6 +107,50 @@ struct HTTPContractTests {
         try await daemon.stop()
     }
 
+    @Test("an idle keep-alive connection is closed after idle_timeout_seconds, and kept while within it")
+    func idleTimeout() async throws {
+        let daemon = try await TestDaemon.start(serverYAML: "  idle_timeout_seconds: 1")
+        let port = daemon.ports.provider
+        // Answered, then left idle: the server closes it (well before the 10 s this waits).
+        let closed = await onDedicatedThread { Self.idleConnection(port: port, waitSeconds: 10) }
+        #expect(closed.answered)
+        #expect(closed.closedByServer)
+        try await daemon.stop()
+
+        let patient = try await TestDaemon.start()  // idle_timeout_seconds: 60 by default
+        let open = await onDedicatedThread { [port = patient.ports.provider] in Self.idleConnection(port: port, waitSeconds: 3) }
+        #expect(open.answered)
+        #expect(!open.closedByServer)
+        try await patient.stop()
+    }
+
+    /// Sends one keep-alive `/healthz` request, reads its answer, then waits up to
+    /// `waitSeconds` for the server to close the connection.
+    static func idleConnection(port: Int, waitSeconds: Double) -> (answered: Bool, closedByServer: Bool) {
+        guard let fd = RawHTTP.connectLoopback(port: port) else { return (false, false) }
+        defer { close(fd) }
+        var pollTimeout = timeval(tv_sec: 0, tv_usec: 100_000)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &pollTimeout, socklen_t(MemoryLayout<timeval>.size))
+        let request = Array("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8)
+        guard request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count else {
+            return (false, false)
+        }
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let deadline = Date().addingTimeInterval(waitSeconds)
+        while Date() < deadline {
+            let count = recv(fd, &buffer, buffer.count, 0)
+            if count > 0 {
+                received += buffer[..<count]
+            } else if count == 0 {
+                return (RawHTTP.parse(received)?.status == 200, true)
+            } else if errno != EAGAIN, errno != EWOULDBLOCK, errno != EINTR {
+                return (RawHTTP.parse(received)?.status == 200, true)
+            }
+        }
+        return (RawHTTP.parse(received)?.status == 200, false)
+    }
+
     @Test("healthz and readyz answer on both listeners")
     func health() async throws {
         let daemon = try await TestDaemon.start()

@@ -133,6 +133,36 @@ struct ProviderHTTPTests {
         try await daemon.stop()
     }
 
+    @Test("two accounts sharing one merchant code are told apart by route: each verifies with its own key only")
+    func accountsShareAMerchantCode() async throws {
+        let daemon = try await TestDaemon.start(providersYAML: """
+            providers:
+              ipay88:
+                - account: shop-a
+                  merchant_code: \(TestDaemon.ipay88Code)
+                  merchant_key: KeyOfShopA
+                - account: shop-b
+                  merchant_code: \(TestDaemon.ipay88Code)
+                  merchant_key: KeyOfShopB
+            """)
+        func send(signedWith key: String, to account: String, uid: String) async throws -> String {
+            let settings = #"{"merchant_code":"\#(TestDaemon.ipay88Code)","merchant_key":"\#(key)","signature":"sha256"}"#
+            return try await pythonClient([
+                "send", "ipay88", "--url", "http://127.0.0.1:\(daemon.ports.provider)", "--account-json", settings,
+                "--account", account, "--order", "SHARED-1", "--status", "1", "--uid", uid,
+            ]).stdout
+        }
+        #expect(try await send(signedWith: "KeyOfShopA", to: "shop-a", uid: "a1") == "200 RECEIVEOK\n")
+        #expect(try await send(signedWith: "KeyOfShopA", to: "shop-b", uid: "a2").hasPrefix("400 "))
+        #expect(try await send(signedWith: "KeyOfShopB", to: "shop-b", uid: "b1") == "200 RECEIVEOK\n")
+        #expect(try daemon.orderState("SHARED-1", provider: "ipay88", account: "shop-a") == "paid")
+        #expect(try daemon.orderState("SHARED-1", provider: "ipay88", account: "shop-b") == "paid")
+        #expect(try daemon.count("SELECT COUNT(*) FROM orders") == 2)
+        #expect(try daemon.count(
+            "SELECT COUNT(*) FROM notifications WHERE account = 'shop-b' AND verdict = 'rejected' AND reason = 'bad_signature'") == 1)
+        try await daemon.stop()
+    }
+
     @Test("Alipay: a refund arriving before its payment is unlinked, then linked and applied once the payment arrives")
     func alipayRefundBeforePayment() async throws {
         let daemon = try await TestDaemon.start()
