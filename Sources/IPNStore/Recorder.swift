@@ -101,8 +101,8 @@ enum Recorder {
             order: order?.snapshot, notification: notification, refundAlreadyCounted: refundCounted)
 
         let previousState = order?.state
+        let txnID = notification.describesThePayment ? notification.providerTxnID : nil
         if let newState = decision.newState {
-            let txnID = (notification.kind == .payment || notification.kind == .capture) ? notification.providerTxnID : nil
             if var existing = order {
                 existing.state = newState
                 if let amount = decision.orderAmount { existing.amount = amount }
@@ -123,10 +123,9 @@ enum Recorder {
             // (product.md section 5). One with no state effect (a payout, a chargeback stage,
             // an unknown status) says nothing about the payment yet: the order starts at the
             // lowest rank, `expected`, without a transition, so any later notification applies.
-            let txnID = (notification.kind == .payment || notification.kind == .capture) ? notification.providerTxnID : nil
             order = try OrderRow.insert(
                 db, scope: scope, orderRef: orderRef, state: .expected,
-                amount: notification.kind == .payment ? notification.amount : nil,
+                amount: notification.describesThePayment ? notification.amount : nil,
                 refundedMinor: 0, providerTxnID: txnID, now: now
             )
         }

@@ -67,8 +67,7 @@ public enum OrderStateMachine {
         notification: VerifiedNotification,
         isChargebackReversal: Bool
     ) -> Decision {
-        let recordsAmount = notification.kind == .payment || notification.kind == .capture
-        let amount = recordsAmount ? notification.amount : nil
+        let amount = notification.describesThePayment ? notification.amount : nil
         guard let order else {
             return Decision(verdict: .applied, newState: target, orderAmount: amount)
         }

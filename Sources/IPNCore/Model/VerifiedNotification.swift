@@ -104,4 +104,8 @@ public struct VerifiedNotification: Sendable, Equatable, Codable {
         self.link = link
         self.detail = detail
     }
+
+    /// Payments and captures describe the order's payment itself: their amount is the order's
+    /// amount and their transaction id the order's. Refunds, chargebacks and the rest do not.
+    public var describesThePayment: Bool { kind == .payment || kind == .capture }
 }

@@ -79,14 +79,15 @@ public struct Citcon: NotificationProvider {
 
     /// The signing string up to, not including, the appended secret.
     static func unsecretedString(_ values: [String: String]) -> String {
-        String(decoding: unsecretedBytes(values), as: UTF8.self)
+        String(decoding: unsecretedBytes(values, keys: signedKeys(fields: values["fields"] ?? "")), as: UTF8.self)
     }
 
-    /// `unsecretedString` as the bytes that are hashed, built without intermediate strings.
-    static func unsecretedBytes(_ values: [String: String]) -> [UInt8] {
+    /// `unsecretedString` as the bytes that are hashed, for the already computed `signedKeys`,
+    /// built without intermediate strings.
+    static func unsecretedBytes(_ values: [String: String], keys: [String]) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(512)
-        for key in signedKeys(fields: values["fields"] ?? "") {
+        for key in keys {
             if !out.isEmpty { out.append(UInt8(ascii: "&")) }
             out.append(contentsOf: key.utf8)
             out.append(UInt8(ascii: "="))
@@ -114,7 +115,8 @@ public struct Citcon: NotificationProvider {
                 "a \(generation.rawValue.uppercased()) notification, but this account has no \(generation.configKey) to verify it"
             )
         }
-        let unsecreted = Self.unsecretedBytes(body.values)
+        let keys = Self.signedKeys(fields: body.values["fields"] ?? "")
+        let unsecreted = Self.unsecretedBytes(body.values, keys: keys)
         let matched = secrets.firstIndex { secret in
             let suffix = Array("&\(generation.secretLabel)=\(secret)".utf8)
             return Crypto.hexDigestMatches(sign, expected: Crypto.digest(generation.algorithm, unsecreted, suffix))
@@ -122,7 +124,7 @@ public struct Citcon: NotificationProvider {
         guard let matched else {
             throw Rejection(.badSignature, "sign does not match the signed fields under any \(generation.configKey)")
         }
-        let signed = CitconSignedFields(body: body)
+        let signed = CitconSignedFields(body: body, signedKeys: keys)
         var notification = switch generation {
         case .upi: try CitconMapping.upi(signed)
         case .chop: try CitconMapping.chop(signed)
@@ -224,8 +226,8 @@ struct CitconBody {
 struct CitconSignedFields {
     private let values: [String: String]
 
-    init(body: CitconBody) {
-        let keys = Set(Citcon.signedKeys(fields: body.values["fields"] ?? ""))
+    init(body: CitconBody, signedKeys: [String]) {
+        let keys = Set(signedKeys)
         values = body.values.filter { keys.contains($0.key) }
     }
 

@@ -66,7 +66,7 @@ enum FuzzHarness {
         check(citcon.verifyRequest, request)
         // Behind the signature: the body as Citcon signs it, then both generations' mappings.
         guard let body = try? CitconBody.parse(request) else { return }
-        let signed = CitconSignedFields(body: body)
+        let signed = CitconSignedFields(body: body, signedKeys: Citcon.signedKeys(fields: body.values["fields"] ?? ""))
         for generation in Citcon.Generation.allCases {
             let secret = generation == .upi ? citconSecret : citconToken
             let sign = Citcon.signature(body.values, generation: generation, secret: secret)
