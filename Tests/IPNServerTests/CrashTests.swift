@@ -9,9 +9,8 @@ import Testing
 struct CrashTests {
     @Test("every acknowledged notification is stored once, every order in the state its notifications imply, integrity ok")
     func killUnderLoad() async throws {
-        let result = await onDedicatedThread {
-            runCrashTest(["--binary", ipndBinary.path, "--kills", "4", "--min-orders", "60", "--gap", "0.05", "0.6"], timeout: 400)
-        }
+        let result = try await runPythonTool(
+            "crash_test.py", ["--binary", ipndBinary.path, "--kills", "4", "--min-orders", "60", "--gap", "0.05", "0.6"], timeout: 400)
         let summary = result.stdout.split(separator: "\n").first { $0.hasPrefix("crash-test: kills=") } ?? ""
         #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
         #expect(result.stdout.contains("crash-test: PASS"))
@@ -26,27 +25,4 @@ struct CrashTests {
         #expect(Int(counts["orders"] ?? "") ?? 0 >= 60)
         print(summary)
     }
-}
-
-private func runCrashTest(_ arguments: [String], timeout: Double) -> CommandResult {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["python3", repositoryRoot.appendingPathComponent("tools/crash_test.py").path] + arguments
-    let out = Pipe()
-    let err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    do {
-        try process.run()
-    } catch {
-        return CommandResult(status: -1, stdout: "", stderr: "cannot run python3: \(error)")
-    }
-    let watchdog = DispatchWorkItem { if process.isRunning { process.terminate() } }
-    DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: watchdog)
-    let stdout = out.fileHandleForReading.readDataToEndOfFile()
-    let stderr = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    watchdog.cancel()
-    return CommandResult(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
-                         stderr: String(decoding: stderr, as: UTF8.self))
 }

@@ -207,24 +207,17 @@ struct ProviderHTTPTests {
     }
 }
 
-/// Runs tools/ipn_client.py, the independent client, waiting on a thread of its own (the
-/// daemon under test is in this process and needs the cooperative pool to answer).
+/// Runs tools/ipn_client.py, the independent client.
 func pythonClient(_ arguments: [String]) async throws -> CommandResult {
-    try await onDedicatedThread { Result { try blockingPythonClient(arguments) } }.get()
+    try await runPythonTool("ipn_client.py", arguments, timeout: 60)
 }
 
-private func blockingPythonClient(_ arguments: [String]) throws -> CommandResult {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["python3", repositoryRoot.appendingPathComponent("tools/ipn_client.py").path] + arguments
-    let out = Pipe()
-    let err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    try process.run()
-    let stdout = out.fileHandleForReading.readDataToEndOfFile()
-    let stderr = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return CommandResult(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
-                         stderr: String(decoding: stderr, as: UTF8.self))
+/// Runs the repository's `tools/NAME` with python3, on a thread of its own (a daemon under
+/// test may be in this process and need the cooperative pool to answer).
+func runPythonTool(_ name: String, _ arguments: [String], timeout: Double) async throws -> CommandResult {
+    try await runProcess(
+        URL(fileURLWithPath: "/usr/bin/env"),
+        ["python3", repositoryRoot.appendingPathComponent("tools/\(name)").path] + arguments,
+        timeout: timeout
+    )
 }
