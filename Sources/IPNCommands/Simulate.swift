@@ -1,5 +1,4 @@
 import ArgumentParser
-import AsyncHTTPClient
 import Foundation
 import IPNConfig
 import IPNCore
@@ -41,7 +40,7 @@ struct Simulate: AsyncParsableCommand {
     @Option(help: "The account to sign for and post to.")
     var account: String = "default"
 
-    @Option(help: "Where ipnd listens (default http://<server.host>:<server.port> from the config); the provider route is appended when the URL has no path.")
+    @Option(help: "Where ipnd listens (default http://<server.host>:<server.port> from the config); the provider route is appended when the URL has no path. https:// URLs only with --print.")
     var url: String?
 
     @Flag(name: .customLong("print"), help: "Print a runnable curl command instead of sending.")
@@ -78,7 +77,7 @@ struct Simulate: AsyncParsableCommand {
             return
         }
         Console.print("POST \(url)  order \(order)  status \(status)  \(spec.amount)")
-        let answer: (status: HTTPResponseStatus, body: String)
+        let answer: PlainHTTPClient.Answer
         do {
             answer = try await send(request, to: url)
         } catch {
@@ -90,27 +89,14 @@ struct Simulate: AsyncParsableCommand {
         guard (200..<300).contains(answer.status.code) else { throw ExitCode.failure }
     }
 
-    private func send(_ raw: RawRequest, to url: String) async throws -> (status: HTTPResponseStatus, body: String) {
-        var request = HTTPClientRequest(url: url)
-        request.method = .POST
-        for (name, value) in raw.headers { request.headers.add(name: name, value: value) }
-        request.body = .bytes(ByteBuffer(bytes: raw.body))
-        // One request from a terminal: a refused connection is an answer, not something to
-        // retry with backoff until the deadline.
-        var configuration = HTTPClient.Configuration()
-        configuration.connectionPool.retryConnectionEstablishment = false
-        configuration.timeout.connect = .seconds(5)
-        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-        let result: Result<(status: HTTPResponseStatus, body: String), any Error>
-        do {
-            let response = try await client.execute(request, timeout: .seconds(30))
-            let body = try await response.body.collect(upTo: 1024 * 1024)
-            result = .success((response.status, String(decoding: body.readableBytesView, as: UTF8.self)))
-        } catch {
-            result = .failure(error)
+    private func send(_ raw: RawRequest, to url: String) async throws -> PlainHTTPClient.Answer {
+        guard let components = URLComponents(string: url), var host = components.host else {
+            throw ValidationError("--url \(url) is not a usable URL")
         }
-        try? await client.shutdown()
-        return try result.get()
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        let target = components.percentEncodedPath + (components.percentEncodedQuery.map { "?" + $0 } ?? "")
+        return try await PlainHTTPClient().post(
+            host: host, port: components.port ?? 80, target: target, headers: raw.headers, body: raw.body)
     }
 
     private func money() throws -> Money {
@@ -124,10 +110,15 @@ struct Simulate: AsyncParsableCommand {
 
     /// The URL to post to and the request path (which Alipay signs).
     private func target(base: String) throws -> (url: String, path: String) {
-        guard var components = URLComponents(string: base), let scheme = components.scheme,
-            ["http", "https"].contains(scheme.lowercased()), components.host?.isEmpty == false
+        guard var components = URLComponents(string: base), let scheme = components.scheme?.lowercased(),
+            ["http", "https"].contains(scheme), components.host?.isEmpty == false
         else {
             throw ValidationError("--url \(base) is not an http:// or https:// URL")
+        }
+        guard scheme == "http" || printOnly else {
+            throw ValidationError(
+                "--url \(base): simulate sends plain HTTP to ipnd's own listener; add --print for a curl command to run through a TLS proxy"
+            )
         }
         if components.path.isEmpty || components.path == "/" {
             components.path = account == "default" ? "/ipn/\(provider)" : "/ipn/\(provider)/\(account)"

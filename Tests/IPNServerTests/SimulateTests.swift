@@ -116,6 +116,15 @@ struct SimulateTests {
                           ["simulate", "unlimint", "--order", "A", "--status", "S", "--url", "ftp://x"]] {
             #expect(try await ipnd(arguments + ["--config", noKey]).status == 64, "\(arguments)")
         }
+        // simulate sends plain HTTP to ipnd's own listener; an https URL is for --print.
+        let https = try await ipnd(["simulate", "unlimint", "--order", "A", "--status", "S", "--url", "https://ipn.example.com",
+                                    "--config", daemon.configPath])
+        #expect(https.status == 64)
+        #expect(https.stderr.contains("--print"), "\(https.stderr)")
+        let printed = try await ipnd(["simulate", "unlimint", "--order", "A", "--status", "S", "--url", "https://ipn.example.com",
+                                      "--print", "--config", daemon.configPath])
+        #expect(printed.status == 0, "\(printed.stderr)")
+        #expect(printed.stdout.hasPrefix("curl -sS -i 'https://ipn.example.com/ipn/unlimint'"), "\(printed.stdout)")
         #expect(try await ipnd(["simulate", "unlimint", "--order", "A", "--status", "S", "--print", "--config", noKey]).status == 2)
     }
 }
