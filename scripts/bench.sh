@@ -21,8 +21,9 @@ MAX_BATCH=${MAX_BATCH:-256}
 LOG_LEVEL=${LOG_LEVEL:-info}
 
 scripts/install-system-packages.sh libssl-dev libsqlite3-dev pkg-config wrk sqlite3
-swift build -c release 2>&1 | grep -E 'error|warning: |Compiling|Build complete' | grep -v '^\[' || true
-BIN=$(swift build -c release --show-bin-path)
+# The same build as `make release`, the one deploy/README.md installs.
+swift build -c release --static-swift-stdlib 2>&1 | grep -E 'error|warning: |Compiling|Build complete' | grep -v '^\[' || true
+BIN=$(swift build -c release --static-swift-stdlib --show-bin-path)
 
 WORK=$(mktemp -d /tmp/ipnd-bench.XXXXXX)
 STORE="$WORK/ipnd.sqlite"
