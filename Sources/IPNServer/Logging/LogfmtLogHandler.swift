@@ -23,9 +23,7 @@ public struct LogfmtLogHandler: LogHandler {
     }
 
     public func log(event: LogEvent) {
-        var fields = metadata
-        if let provided = metadataProvider?.get() { fields.merge(provided) { $1 } }
-        if let extra = event.metadata { fields.merge(extra) { $1 } }
+        let fields = Self.fields(handler: metadata, provided: metadataProvider?.get(), event: event.metadata)
         var line: [UInt8] = []
         line.reserveCapacity(256)
         line.append(contentsOf: "ts=".utf8)
@@ -34,11 +32,11 @@ public struct LogfmtLogHandler: LogHandler {
         line.append(contentsOf: event.level.rawValue.utf8)
         line.append(contentsOf: " msg=".utf8)
         Self.appendQuoted(event.message.description, to: &line)
-        for key in fields.keys.sorted() {
+        for (key, value) in fields {
             line.append(UInt8(ascii: " "))
             line.append(contentsOf: key.utf8)
             line.append(UInt8(ascii: "="))
-            Self.appendQuoted(fields[key].map(Self.text) ?? "", to: &line)
+            Self.appendQuoted(Self.text(value), to: &line)
         }
         if let error = event.error {
             line.append(contentsOf: " error=".utf8)
@@ -46,6 +44,24 @@ public struct LogfmtLogHandler: LogHandler {
         }
         line.append(UInt8(ascii: "\n"))
         output.write(line)
+    }
+
+    /// The event's metadata over the provider's over the handler's, sorted by key. Built as
+    /// an array: merging dictionaries hashed every key of every line twice.
+    static func fields(
+        handler: Logger.Metadata, provided: Logger.Metadata?, event: Logger.Metadata?
+    ) -> [(key: String, value: Logger.Metadata.Value)] {
+        var fields: [(key: String, value: Logger.Metadata.Value)] = []
+        fields.reserveCapacity(handler.count + (provided?.count ?? 0) + (event?.count ?? 0))
+        if let event { fields.append(contentsOf: event.lazy.map { ($0.key, $0.value) }) }
+        if let provided {
+            for (key, value) in provided where event?[key] == nil { fields.append((key, value)) }
+        }
+        for (key, value) in handler where event?[key] == nil && provided?[key] == nil {
+            fields.append((key, value))
+        }
+        fields.sort { $0.key < $1.key }
+        return fields
     }
 
     private static func text(_ value: Logger.Metadata.Value) -> String {
