@@ -326,6 +326,34 @@ struct ProductionTests {
         try await daemon.stop()
     }
 
+    @Test("each request on a keep-alive connection has its own deadline, from its first byte")
+    func deadlinePerRequest() async throws {
+        let daemon = try await TestDaemon.start(serverYAML: "  request_timeout_seconds: 2")
+        let port = daemon.ports.provider
+        let requests = ["KA-1", "KA-2"].map { order in
+            let body = UnlimintRequests.body(order: order, id: order, status: "COMPLETED")
+            return RawHTTP.request("/ipn/unlimint", headers: UnlimintRequests.headers(for: body), body: body)
+        }
+        let answers = await onDedicatedThread { () -> [RawHTTP.Answer] in
+            guard let fd = RawHTTP.connectLoopback(port: port) else { return [] }
+            defer { close(fd) }
+            var answers: [RawHTTP.Answer] = []
+            RawHTTP.sendAll(fd, requests[0])
+            answers.append(RawHTTP.readAnswer(fd, timeout: 5))
+            // The second request starts 1.2 s later and stops short of its last bytes. At 2 s
+            // (the first request's deadline) it is still in time; at 3.2 s its own ends.
+            usleep(1_200_000)
+            RawHTTP.sendAll(fd, Array(requests[1].dropLast(10)))
+            answers.append(RawHTTP.readAnswer(fd, timeout: 1.2))
+            answers.append(RawHTTP.readAnswer(fd, timeout: 8))
+            return answers
+        }
+        #expect(answers.map(\.status) == [200, nil, 408], "\(answers)")
+        #expect(answers.count == 3 && !answers[1].closed, "cut off at the first request's deadline: \(answers)")
+        #expect(try daemon.count("SELECT COUNT(*) FROM orders WHERE state = 'paid'") == 1)
+        try await daemon.stop()
+    }
+
     @Test("allow_ips without a trusted proxy: the peer address decides and X-Forwarded-For is ignored")
     func allowIPsDirect() async throws {
         let daemon = try await TestDaemon.start(providersYAML: """

@@ -74,6 +74,38 @@ enum RawHTTP {
         return fd
     }
 
+    /// Sends all of `bytes` on a connected blocking socket (call on a dedicated thread).
+    static func sendAll(_ fd: Int32, _ bytes: [UInt8]) {
+        var sent = 0
+        while sent < bytes.count {
+            let count = bytes[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if count <= 0 { return }
+            sent += count
+        }
+    }
+
+    /// Reads one whole answer from a connected blocking socket, or what arrived within
+    /// `timeout` seconds (call on a dedicated thread).
+    static func readAnswer(_ fd: Int32, timeout: Double) -> Answer {
+        var pollTimeout = timeval(tv_sec: 0, tv_usec: 50_000)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &pollTimeout, socklen_t(MemoryLayout<timeval>.size))
+        let deadline = Date().addingTimeInterval(timeout)
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while Date() < deadline {
+            let count = recv(fd, &buffer, buffer.count, 0)
+            if count > 0 {
+                received += buffer[..<count]
+                if let answer = parse(received) { return answer }
+            } else if count == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+                var answer = parse(received) ?? Answer(status: nil)
+                answer.closed = true
+                return answer
+            }
+        }
+        return parse(received) ?? Answer(status: nil)
+    }
+
     private static func blockingExchange(port: Int, _ bytes: [UInt8], timeout: Double, expectSecond: Bool) -> Answer {
         guard let fd = connectLoopback(port: port) else { return Answer(status: nil, closed: true) }
         defer { close(fd) }
