@@ -22,7 +22,13 @@ LOG_LEVEL=${LOG_LEVEL:-info}
 
 scripts/install-system-packages.sh libssl-dev libsqlite3-dev pkg-config wrk sqlite3
 # The same build as `make release`, the one deploy/README.md installs.
-swift build -c release --static-swift-stdlib 2>&1 | grep -E 'error|warning: |Compiling|Build complete' | grep -v '^\[' || true
+for product in ipnd ipnd-bench; do
+    if ! swift build -c release --static-swift-stdlib --product "$product" > /tmp/ipnd-bench-build.log 2>&1; then
+        cat /tmp/ipnd-bench-build.log >&2
+        echo "bench: the release build of $product failed" >&2
+        exit 1
+    fi
+done
 BIN=$(swift build -c release --static-swift-stdlib --show-bin-path)
 
 WORK=$(mktemp -d /tmp/ipnd-bench.XXXXXX)
