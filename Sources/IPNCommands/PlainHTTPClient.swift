@@ -56,7 +56,7 @@ struct PlainHTTPClient {
         let limit = answerLimit
         let timeout = answerTimeoutSeconds
 
-        return try await withThrowingTaskGroup(of: Answer.self) { group in
+        return try await withThrowingTaskGroup(of: Answer?.self) { group in
             group.addTask {
                 try await channel.executeThenClose { inbound, outbound in
                     try await outbound.write(.head(requestHead))
@@ -81,14 +81,17 @@ struct PlainHTTPClient {
                     throw Failure.closedBeforeAnswer
                 }
             }
+            // The timer finishes with nil; whichever child finishes first decides.
             group.addTask {
                 try await Task.sleep(for: .seconds(timeout))
-                // Closing ends the exchange above, which may be waiting for bytes.
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let answer = first else {
+                // Closing ends the exchange, which may be waiting for bytes that never come.
                 channel.channel.close(promise: nil)
                 throw Failure.timedOut(seconds: timeout)
             }
-            defer { group.cancelAll() }
-            guard let answer = try await group.next() else { throw Failure.closedBeforeAnswer }
             return answer
         }
     }
