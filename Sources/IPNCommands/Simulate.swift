@@ -60,10 +60,10 @@ struct Simulate: AsyncParsableCommand {
     func run() async throws {
         let config = try options.load()
         let account = try Accounts.require(config, provider: provider, account: self.account)
-        let (url, path) = try target(base: url ?? Self.defaultBase(config.server))
+        let target = try target(base: url ?? Self.defaultBase(config.server))
         let now = Timestamp.format(epochMilliseconds: Int64(Date().timeIntervalSince1970 * 1000))
         let spec = SimulationSpec(
-            orderRef: order, status: status, amount: try money(), path: path, uniqueID: Self.uniqueID(),
+            orderRef: order, status: status, amount: try money(), path: target.path, uniqueID: Self.uniqueID(),
             time: String(now.prefix(19)) + "Z")
         let request: RawRequest
         do {
@@ -73,30 +73,21 @@ struct Simulate: AsyncParsableCommand {
             throw ExitStatus.configError
         }
         if printOnly {
-            Console.print(CurlCommand.text(url: url, request: request))
+            Console.print(CurlCommand.text(url: target.url, request: request))
             return
         }
-        Console.print("POST \(url)  order \(order)  status \(status)  \(spec.amount)")
+        Console.print("POST \(target.url)  order \(order)  status \(status)  \(spec.amount)")
         let answer: PlainHTTPClient.Answer
         do {
-            answer = try await send(request, to: url)
+            answer = try await PlainHTTPClient().post(
+                host: target.host, port: target.port, target: target.path, headers: request.headers, body: request.body)
         } catch {
-            Console.error("cannot reach ipnd at \(url): \(error) (is `ipnd serve` running with this config?)")
+            Console.error("cannot reach ipnd at \(target.url): \(error) (is `ipnd serve` running with this config?)")
             throw ExitCode.failure
         }
         Console.print("HTTP \(answer.status.code) \(answer.status.reasonPhrase)")
         Console.output(answer.body.hasSuffix("\n") ? String(answer.body.dropLast()) : answer.body)
         guard (200..<300).contains(answer.status.code) else { throw ExitCode.failure }
-    }
-
-    private func send(_ raw: RawRequest, to url: String) async throws -> PlainHTTPClient.Answer {
-        guard let components = URLComponents(string: url), var host = components.host else {
-            throw ValidationError("--url \(url) is not a usable URL")
-        }
-        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        let target = components.percentEncodedPath + (components.percentEncodedQuery.map { "?" + $0 } ?? "")
-        return try await PlainHTTPClient().post(
-            host: host, port: components.port ?? 80, target: target, headers: raw.headers, body: raw.body)
     }
 
     private func money() throws -> Money {
@@ -108,10 +99,18 @@ struct Simulate: AsyncParsableCommand {
         }
     }
 
-    /// The URL to post to and the request path (which Alipay signs).
-    private func target(base: String) throws -> (url: String, path: String) {
+    /// Where a simulated notification goes: the URL as printed, the request target (path and
+    /// query, which Alipay signs), and the host and port to connect to.
+    struct Target {
+        let url: String
+        let path: String
+        let host: String
+        let port: Int
+    }
+
+    private func target(base: String) throws -> Target {
         guard var components = URLComponents(string: base), let scheme = components.scheme?.lowercased(),
-            ["http", "https"].contains(scheme), components.host?.isEmpty == false
+            ["http", "https"].contains(scheme), var host = components.host, !host.isEmpty
         else {
             throw ValidationError("--url \(base) is not an http:// or https:// URL")
         }
@@ -125,7 +124,8 @@ struct Simulate: AsyncParsableCommand {
         }
         guard let url = components.string else { throw ValidationError("--url \(base) is not a usable URL") }
         let path = components.percentEncodedPath + (components.percentEncodedQuery.map { "?" + $0 } ?? "")
-        return (url, path)
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        return Target(url: url, path: path, host: host, port: components.port ?? 80)
     }
 
     /// `http://<server.host>:<server.port>`, with a wildcard host replaced by loopback.

@@ -52,9 +52,10 @@ extension HTTPServerBuilder {
 /// and keeps what arrived.
 ///
 /// One timer per connection, not one per request: scheduling and cancelling a task for every
-/// request showed in about 2 % of the profile's samples under load. The timer is armed for the deadline of the
-/// request in progress; when it fires for a request that has since been answered, it re-arms
-/// for the current request's deadline, or stays off while the connection is idle.
+/// request showed in about 2 % of the profile's samples under load. The timer is armed for the
+/// deadline of the request in progress; when it fires for a request that has since been
+/// answered, it re-arms for the current request's deadline, or stays off while the connection
+/// is idle.
 final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// Written straight to the socket: the HTTP encoder has nothing in flight when it is sent.
     static let timeoutAnswer = "HTTP/1.1 408 Request Timeout\r\nContent-Type: text/plain\r\nContent-Length: 16\r\n"
