@@ -24,14 +24,12 @@ struct OrderRow {
 
     static func fetch(_ db: Database, scope: Scope, orderRef: String) throws -> OrderRow? {
         let query = try RawStatement(db, "SELECT \(columns) FROM orders WHERE provider = ? AND account = ? AND order_ref = ?")
-        try query.bind(.text(scope.provider), .text(scope.account), .text(orderRef))
-        return try query.first(OrderRow.init(row:))
+        return try query.first(.text(scope.provider), .text(scope.account), .text(orderRef), read: OrderRow.init(row:))
     }
 
     static func fetch(_ db: Database, id: Int64) throws -> OrderRow? {
         let query = try RawStatement(db, "SELECT \(columns) FROM orders WHERE id = ?")
-        try query.bind(.int(id))
-        return try query.first(OrderRow.init(row:))
+        return try query.first(.int(id), read: OrderRow.init(row:))
     }
 
     static func insert(
@@ -49,10 +47,9 @@ struct OrderRow {
                                 refunded_minor, created_at, updated_at)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """)
-        try insert.bind(
+        try insert.run(
             .text(scope.provider), .text(scope.account), .text(orderRef), .text(providerTxnID), .text(state.rawValue),
             .int(amount?.minor), .text(amount?.currency), .int(refundedMinor), .text(now), .text(now))
-        try insert.run()
         return OrderRow(
             id: db.lastInsertedRowID, orderRef: orderRef, state: state, amount: amount, refundedMinor: refundedMinor,
             expected: nil, flags: [], providerTxnID: providerTxnID, updatedAt: now
@@ -65,10 +62,9 @@ struct OrderRow {
                               provider_txn_id = ?, updated_at = ?
             WHERE id = ?
             """)
-        try update.bind(
+        try update.run(
             .text(state.rawValue), .int(amount?.minor), .text(amount?.currency), .int(refundedMinor),
             .text(flags.joined(separator: ",")), .text(providerTxnID), .text(updatedAt), .int(id))
-        try update.run()
     }
 
     private init(

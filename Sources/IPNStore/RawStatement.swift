@@ -1,5 +1,6 @@
 import GRDB
 import GRDBSQLite
+import IPNCore
 
 /// One of GRDB's cached prepared statements, bound and stepped through the SQLite C API.
 ///
@@ -11,50 +12,79 @@ struct RawStatement {
     private let handle: OpaquePointer
     private let db: Database
 
-    /// The cached statement for `sql`, reset, with no values bound.
+    /// The cached statement for `sql`, reset.
     init(_ db: Database, _ sql: String) throws {
         handle = try db.cachedStatement(sql: sql).sqliteStatement
         self.db = db
         sqlite3_reset(handle)
-        sqlite3_clear_bindings(handle)
     }
 
-    /// Binds `values` to the parameters, in order, starting at 1.
-    func bind(_ values: RawValue...) throws {
-        for (offset, value) in values.enumerated() {
-            let index = Int32(offset + 1)
+    /// Runs a statement that returns no rows, with `values` bound to its parameters in order.
+    func run(_ values: RawValue...) throws {
+        try withBindings(values) {
+            let code = sqlite3_step(handle)
+            guard code == SQLITE_DONE else { throw error(code) }
+        }
+    }
+
+    /// Runs a query for at most one row, with `values` bound to its parameters in order, and
+    /// reads the row with `read`.
+    func first<T>(_ values: RawValue..., read: (Row) throws -> T) throws -> T? {
+        try withBindings(values) {
+            switch sqlite3_step(handle) {
+            case SQLITE_ROW: return try read(Row(handle: handle))
+            case SQLITE_DONE: return nil
+            case let code: throw error(code)
+            }
+        }
+    }
+
+    /// Binds `values` for the length of `body`. Every text and blob is copied once into one
+    /// buffer that SQLite reads in place (SQLITE_STATIC) rather than each into its own
+    /// allocation; the statement is reset and its bindings cleared before the buffer is freed.
+    private func withBindings<R>(_ values: [RawValue], _ body: () throws -> R) throws -> R {
+        var size = 1
+        for value in values {
+            switch value {
+            case .text(let text): size += text.utf8.count
+            case .blob(let bytes): size += bytes.count
+            case .null, .int: break
+            }
+        }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 1)
+        defer {
+            sqlite3_reset(handle)
+            sqlite3_clear_bindings(handle)
+            buffer.deallocate()
+        }
+        guard let base = buffer.baseAddress else { throw StoreError(message: "no memory for statement parameters") }
+        var offset = 0
+        func place(_ bytes: UnsafeRawBufferPointer) -> UnsafeMutableRawPointer {
+            let start = base + offset
+            if let source = bytes.baseAddress { start.copyMemory(from: source, byteCount: bytes.count) }
+            offset += bytes.count
+            return start
+        }
+        for (position, value) in values.enumerated() {
+            let index = Int32(position + 1)
             let code: Int32
             switch value {
             case .null:
                 code = sqlite3_bind_null(handle, index)
             case .int(let number):
                 code = sqlite3_bind_int64(handle, index, number)
-            case .text(var text):
-                code = text.withUTF8 { sqlite3_bind_text(handle, index, $0.baseAddress, Int32($0.count), transient) }
+            case .text(let text):
+                code = text.withUTF8Bytes { bytes in
+                    sqlite3_bind_text(handle, index, place(UnsafeRawBufferPointer(bytes)), Int32(bytes.count), nil)
+                }
             case .blob(let bytes):
                 code = bytes.isEmpty
                     ? sqlite3_bind_zeroblob(handle, index, 0)
-                    : bytes.withUnsafeBytes { sqlite3_bind_blob(handle, index, $0.baseAddress, Int32($0.count), transient) }
+                    : bytes.withUnsafeBytes { sqlite3_bind_blob(handle, index, place($0), Int32($0.count), nil) }
             }
             guard code == SQLITE_OK else { throw error(code) }
         }
-    }
-
-    /// Runs a statement that returns no rows.
-    func run() throws {
-        defer { sqlite3_reset(handle) }
-        let code = sqlite3_step(handle)
-        guard code == SQLITE_DONE else { throw error(code) }
-    }
-
-    /// Runs a query for at most one row and reads it with `read`.
-    func first<T>(_ read: (Row) throws -> T) throws -> T? {
-        defer { sqlite3_reset(handle) }
-        switch sqlite3_step(handle) {
-        case SQLITE_ROW: return try read(Row(handle: handle))
-        case SQLITE_DONE: return nil
-        case let code: throw error(code)
-        }
+        return try body()
     }
 
     private func error(_ code: Int32) -> DatabaseError {
@@ -93,6 +123,3 @@ enum RawValue {
     static func text(_ value: String?) -> RawValue { value.map { .text($0) } ?? .null }
     static func int(_ value: Int64?) -> RawValue { value.map { .int($0) } ?? .null }
 }
-
-/// SQLite copies bound values at once (SQLITE_TRANSIENT): nothing has to outlive the call.
-private let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)

@@ -26,8 +26,7 @@ enum Recorder {
     ) throws -> RecordOutcome {
         let scope = Scope(provider: request.provider, account: request.account)
         let dedup = try RawStatement(db, "SELECT notification_id FROM dedup_keys WHERE provider = ? AND account = ? AND dedup_key = ?")
-        try dedup.bind(.text(scope.provider), .text(scope.account), .text(notification.dedupKey))
-        if let firstID = try dedup.first({ $0.int(0) }) ?? nil {
+        if let firstID = try dedup.first(.text(scope.provider), .text(scope.account), .text(notification.dedupKey), read: { $0.int(0) }) ?? nil {
             let original = try Row.fetchOne(
                 db.cachedStatement(sql: "SELECT order_id, order_ref FROM notifications WHERE id = ?"), arguments: [firstID])
             let orderID: Int64? = original?["order_id"]
@@ -139,8 +138,7 @@ enum Recorder {
         if let newState = decision.newState, let order {
             let insert = try RawStatement(
                 db, "INSERT INTO transitions (order_id, from_state, to_state, at, notification_id) VALUES (?, ?, ?, ?, ?)")
-            try insert.bind(.int(order.id), .text(previousState?.rawValue), .text(newState.rawValue), .text(now), .int(notificationID))
-            try insert.run()
+            try insert.run(.int(order.id), .text(previousState?.rawValue), .text(newState.rawValue), .text(now), .int(notificationID))
             if case .refund(let info) = notification.effect, let refundID = info.refundID {
                 try db.cachedStatement(
                     sql: "INSERT OR IGNORE INTO refunds (order_id, refund_id, amount_minor, notification_id) VALUES (?, ?, ?, ?)"
@@ -197,8 +195,7 @@ enum Recorder {
 
     private static func insertDedupKey(_ db: Database, scope: Scope, key: String, notificationID: Int64) throws {
         let insert = try RawStatement(db, "INSERT INTO dedup_keys (provider, account, dedup_key, notification_id) VALUES (?, ?, ?, ?)")
-        try insert.bind(.text(scope.provider), .text(scope.account), .text(key), .int(notificationID))
-        try insert.run()
+        try insert.run(.text(scope.provider), .text(scope.account), .text(key), .int(notificationID))
     }
 
     private static func insertNotification(
@@ -221,7 +218,7 @@ enum Recorder {
                 amount_minor, currency, detail
             ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """)
-        try insert.bind(
+        try insert.run(
             .text(request.provider), .text(request.account), .text(request.receivedAt), .text(request.clientIP),
             .text(request.target), .text(request.headers), .blob(request.body), .text(verdict.rawValue), .text(reason),
             .text(reasonDetail), .text(notification?.kind.rawValue), .text(notification?.providerStatus),
@@ -229,7 +226,6 @@ enum Recorder {
             .text(notification?.providerTxnID), .text(notification?.link?.key), .int(notification?.amount?.minor),
             .text(notification?.amount?.currency), .text(detail)
         )
-        try insert.run()
         let id = db.lastInsertedRowID
         if let effect {
             try db.cachedStatement(sql: "UPDATE notifications SET pending_effect = ? WHERE id = ?").execute(arguments: [effect, id])

@@ -88,6 +88,11 @@ struct CitconTests {
         return Dictionary(uniqueKeysWithValues: object.members.map { ($0.key, $0.value.signingText) })
     }
 
+    @Test func signedKeysAreUniqueByteSortedAndNeverSign() {
+        #expect(Citcon.signedKeys(fields: "b,a,,b,sign,fields,A,é,z") == ["A", "a", "b", "fields", "z", "é"])
+        #expect(Citcon.signedKeys(fields: "") == ["fields"])
+    }
+
     @Test func upiVectorSigningStringAndDigest() throws {
         let values = try Self.fixtureValues()
         #expect(Citcon.signingString(values, generation: .upi, secret: "braintree") == Self.upiString)

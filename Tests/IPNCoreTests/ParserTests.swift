@@ -94,6 +94,14 @@ struct FormBodyTests {
         #expect(throws: Never.self) { try FormBody.parse(Array("Amount=1&amount=2".utf8)) }
     }
 
+    @Test("a repeated name is refused in a large form too (past the scanned size)")
+    func repeatedInLargeForm() {
+        let distinct = (0..<20).map { "f\($0)=\($0)" }.joined(separator: "&")
+        #expect(throws: FormError.self) { try FormBody.parse(Array((distinct + "&F7=x").utf8), caseInsensitiveNames: true) }
+        #expect(throws: FormError.self) { try FormBody.parse(Array((distinct + "&f19=x").utf8)) }
+        #expect(throws: Never.self) { try FormBody.parse(Array((distinct + "&F7=x").utf8)) }
+    }
+
     @Test("encode then parse round-trips random fields")
     func roundTrip() throws {
         var rng = SplitMix64(seed: 7)

@@ -44,16 +44,14 @@ public struct RawRequest: Sendable {
     /// The media type of the body (`Content-Type` without parameters, lowercased).
     public var mediaType: String? {
         guard let value = headers.first(where: { $0.name.caseInsensitiveEquals("content-type") })?.value else { return nil }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(value.utf8.count)
-        for byte in value.utf8 {
-            if byte == UInt8(ascii: ";") { break }
-            bytes.append((UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 : byte)
+        return value.withUTF8Bytes { bytes in
+            var end = bytes.firstIndex(of: UInt8(ascii: ";")) ?? bytes.endIndex
+            var start = bytes.startIndex
+            let isBlank = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+            while start < end, isBlank(bytes[start]) { start += 1 }
+            while end > start, isBlank(bytes[end - 1]) { end -= 1 }
+            return String(decoding: bytes[start..<end].lazy.map(lowercasedASCII), as: UTF8.self)
         }
-        let isBlank = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
-        while let last = bytes.last, isBlank(last) { bytes.removeLast() }
-        let start = bytes.firstIndex { !isBlank($0) } ?? bytes.endIndex
-        return String(decoding: bytes[start...], as: UTF8.self)
     }
 
     /// The body as a JSON object, for providers that only send JSON: a `Content-Type` that names
@@ -75,10 +73,13 @@ extension String {
     /// Whether a media type names JSON: it contains `json` (`application/json`, `text/json`,
     /// `application/vnd.x+json`). Byte search, without Foundation.
     public var isJSONMediaType: Bool {
-        let bytes = Array(utf8)
-        guard bytes.count >= 4 else { return false }
-        let needle = Array("json".utf8)
-        return (0...(bytes.count - 4)).contains { start in bytes[start..<(start + 4)].elementsEqual(needle) }
+        withUTF8Bytes { bytes in
+            guard bytes.count >= 4 else { return false }
+            return (0...(bytes.count - 4)).contains { start in
+                bytes[start] == UInt8(ascii: "j") && bytes[start + 1] == UInt8(ascii: "s")
+                    && bytes[start + 2] == UInt8(ascii: "o") && bytes[start + 3] == UInt8(ascii: "n")
+            }
+        }
     }
 }
 
@@ -101,15 +102,40 @@ extension String {
 
     /// ASCII case-insensitive comparison (header and form field names).
     public func caseInsensitiveEquals(_ other: String) -> Bool {
-        guard utf8.count == other.utf8.count else { return false }
-        return zip(utf8, other.utf8).allSatisfy { Self.lowerASCII($0) == Self.lowerASCII($1) }
+        withUTF8Bytes { mine in
+            other.withUTF8Bytes { theirs in
+                guard mine.count == theirs.count else { return false }
+                for index in 0..<mine.count where lowercasedASCII(mine[index]) != lowercasedASCII(theirs[index]) {
+                    return false
+                }
+                return true
+            }
+        }
     }
 
-    private static func lowerASCII(_ byte: UInt8) -> UInt8 {
-        (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 : byte
+    /// Calls `body` with the string's UTF-8 bytes in place. Native strings are stored as
+    /// contiguous UTF-8, so this is a pointer, not a copy; iterating `utf8` element by element
+    /// costs several times more on the request path.
+    @inlinable
+    public func withUTF8Bytes<Result>(_ body: (UnsafeBufferPointer<UInt8>) throws -> Result) rethrows -> Result {
+        if let result = try utf8.withContiguousStorageIfAvailable(body) { return result }
+        var copy = self
+        return try copy.withUTF8(body)
     }
 
     func trimmingCharacters(in set: String) -> String {
         String(self[...].trimmingCharacters(in: set))
     }
+}
+
+/// `A`-`Z` to `a`-`z`; every other byte as it is.
+@inline(__always)
+func lowercasedASCII(_ byte: UInt8) -> UInt8 {
+    byte &- UInt8(ascii: "A") < 26 ? byte | 0x20 : byte
+}
+
+/// Byte order of the UTF-8 encodings (what providers sort signed names by), without walking
+/// `utf8` views element by element.
+func utf8Precedes(_ lhs: String, _ rhs: String) -> Bool {
+    lhs.withUTF8Bytes { left in rhs.withUTF8Bytes { right in left.lexicographicallyPrecedes(right) } }
 }

@@ -12,7 +12,8 @@ public struct FormBody: Sendable, Equatable {
     /// invalid UTF-8 and repeated field names are errors: a signed form must be unambiguous.
     public static func parse(_ bytes: [UInt8], caseInsensitiveNames: Bool = false) throws(FormError) -> FormBody {
         var fields: [(name: String, value: String)] = []
-        var seen = Set<String>()
+        fields.reserveCapacity(16)
+        var seen = Set<String>()  // only for large forms; small ones are scanned
         for pair in bytes.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true) {
             let equals = pair.firstIndex(of: UInt8(ascii: "="))
             let rawName = equals.map { pair[pair.startIndex..<$0] } ?? pair[...]
@@ -20,8 +21,7 @@ public struct FormBody: Sendable, Equatable {
             let name = try decodeComponent(rawName)
             let value = try decodeComponent(rawValue)
             guard !name.isEmpty else { throw FormError(message: "form field with an empty name") }
-            let identity = caseInsensitiveNames ? name.lowercased() : name
-            guard seen.insert(identity).inserted else {
+            if isRepeated(name, in: fields, caseInsensitive: caseInsensitiveNames, seen: &seen) {
                 throw FormError(message: "form field \"\(name.prefix(64))\" appears more than once")
             }
             fields.append((name, value))
@@ -29,33 +29,56 @@ public struct FormBody: Sendable, Equatable {
         return FormBody(fields: fields, caseInsensitiveNames: caseInsensitiveNames)
     }
 
+    /// Whether `name` is already a field. Small forms (all real notifications) are scanned;
+    /// from 16 fields on a set keeps hostile bodies from costing quadratic time.
+    private static func isRepeated(
+        _ name: String, in fields: [(name: String, value: String)], caseInsensitive: Bool, seen: inout Set<String>
+    ) -> Bool {
+        if fields.count < 16 {
+            return fields.contains { caseInsensitive ? $0.name.caseInsensitiveEquals(name) : $0.name == name }
+        }
+        let identity = { (name: String) in caseInsensitive ? name.lowercased() : name }
+        if seen.isEmpty { seen = Set(fields.map { identity($0.name) }) }
+        return !seen.insert(identity(name)).inserted
+    }
+
     /// The value of field `name`, matched as this body was parsed (case-insensitively or exactly).
     public subscript(name: String) -> String? {
         if caseInsensitiveNames {
-            let wanted = name.lowercased()
-            return fields.first { $0.name.lowercased() == wanted }?.value
+            return fields.first { $0.name.caseInsensitiveEquals(name) }?.value
         }
         return fields.first { $0.name == name }?.value
     }
 
     /// Percent-decodes one component (`+` as space), validating escapes and UTF-8.
-    public static func decodeComponent(_ raw: some Collection<UInt8>) throws(FormError) -> String {
+    public static func decodeComponent(_ raw: [UInt8]) throws(FormError) -> String {
+        try decodeComponent(raw[...])
+    }
+
+    /// Percent-decodes one component (`+` as space), validating escapes and UTF-8.
+    public static func decodeComponent(_ raw: ArraySlice<UInt8>) throws(FormError) -> String {
+        // Most components (ids, amounts, codes) hold no escape: validate them in place.
+        if !raw.contains(where: { $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: "+") }) {
+            guard let string = String(validating: raw, as: UTF8.self) else {
+                throw FormError(message: "form field is not valid UTF-8")
+            }
+            return string
+        }
         var out = [UInt8]()
         out.reserveCapacity(raw.count)
         var index = raw.startIndex
         while index != raw.endIndex {
             let byte = raw[index]
             if byte == UInt8(ascii: "%") {
-                let first = raw.index(after: index)
-                guard first != raw.endIndex, raw.index(after: first) != raw.endIndex,
-                    let high = Hex.value(raw[first]), let low = Hex.value(raw[raw.index(after: first)])
-                else { throw FormError(message: "malformed percent-encoding") }
+                guard index + 2 < raw.endIndex, let high = Hex.value(raw[index + 1]), let low = Hex.value(raw[index + 2]) else {
+                    throw FormError(message: "malformed percent-encoding")
+                }
                 out.append(high << 4 | low)
-                index = raw.index(first, offsetBy: 2)
+                index += 3
                 continue
             }
             out.append(byte == UInt8(ascii: "+") ? UInt8(ascii: " ") : byte)
-            index = raw.index(after: index)
+            index += 1
         }
         guard let string = String(validating: out, as: UTF8.self) else {
             throw FormError(message: "form field is not valid UTF-8")

@@ -3,7 +3,10 @@
 /// Signatures are computed over source text (`"amount":30.00` must stay `30.00`), and
 /// amounts must be converted from their exact decimal text, so numbers are never turned
 /// into floating point here.
-public indirect enum JSONValue: Sendable, Equatable {
+///
+/// Not `indirect`: objects and arrays already hold their children in array storage, and an
+/// indirect enum would box every string and number of every request in its own allocation.
+public enum JSONValue: Sendable, Equatable {
     case object(JSONObject)
     case array([JSONValue], source: JSONSource)
     case string(String)
@@ -166,6 +169,7 @@ public struct JSONParser {
         let start = position
         position += 1
         var members: [(key: String, value: JSONValue)] = []
+        members.reserveCapacity(16)
         var keys = Set<String>()  // only for large objects; small ones are scanned
         skipWhitespace()
         if position < bytes.count, bytes[position] == UInt8(ascii: "}") {

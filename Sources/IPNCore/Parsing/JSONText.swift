@@ -4,7 +4,7 @@ public enum JSONText {
     /// Escapes `text` for use inside a JSON string literal.
     public static func escape(_ text: String) -> String {
         // Most values (header values, ids) need no escaping: return them as they are.
-        if !text.utf8.contains(where: needsEscape) { return text }
+        if !text.withUTF8Bytes({ $0.contains(where: needsEscape) }) { return text }
         var out: [UInt8] = []
         out.reserveCapacity(text.utf8.count + 8)
         appendEscaped(text, to: &out)
@@ -21,22 +21,29 @@ public enum JSONText {
     /// Appends the contents of a JSON string literal for `text` (without the quotes).
     public static func appendEscaped(_ text: String, to out: inout [UInt8]) {
         // Runs for every stored header and detail value: the common case is one bulk copy.
-        guard text.utf8.contains(where: needsEscape) else {
-            out.append(contentsOf: text.utf8)
-            return
-        }
-        for byte in text.utf8 {
-            guard needsEscape(byte) else {
-                out.append(byte)
-                continue
+        text.withUTF8Bytes { bytes in
+            guard bytes.contains(where: needsEscape) else {
+                out.append(contentsOf: bytes)
+                return
             }
-            switch byte {
-            case UInt8(ascii: "\""): out.append(contentsOf: [0x5C, 0x22])
-            case UInt8(ascii: "\\"): out.append(contentsOf: [0x5C, 0x5C])
-            case UInt8(ascii: "\n"): out.append(contentsOf: [0x5C, UInt8(ascii: "n")])
-            case UInt8(ascii: "\r"): out.append(contentsOf: [0x5C, UInt8(ascii: "r")])
-            case UInt8(ascii: "\t"): out.append(contentsOf: [0x5C, UInt8(ascii: "t")])
-            default: out.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hexDigit(byte >> 4), hexDigit(byte & 0x0f)])
+            for byte in bytes {
+                guard needsEscape(byte) else {
+                    out.append(byte)
+                    continue
+                }
+                out.append(0x5C)
+                switch byte {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"): out.append(byte)
+                case UInt8(ascii: "\n"): out.append(UInt8(ascii: "n"))
+                case UInt8(ascii: "\r"): out.append(UInt8(ascii: "r"))
+                case UInt8(ascii: "\t"): out.append(UInt8(ascii: "t"))
+                default:
+                    out.append(UInt8(ascii: "u"))
+                    out.append(0x30)
+                    out.append(0x30)
+                    out.append(hexDigit(byte >> 4))
+                    out.append(hexDigit(byte & 0x0f))
+                }
             }
         }
     }

@@ -57,12 +57,18 @@ public struct Citcon: NotificationProvider {
     /// The names the signature covers: `fields` plus every name listed in its comma-separated
     /// value, never `sign`, each once, sorted by byte order.
     public static func signedKeys(fields: String) -> [String] {
-        var keys: Set<String> = ["fields"]
-        for name in fields.utf8.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: true) {
-            keys.insert(String(decoding: name, as: UTF8.self))
+        var keys = ["fields"]
+        fields.withUTF8Bytes { bytes in
+            for name in bytes.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: true) {
+                keys.append(String(decoding: name, as: UTF8.self))
+            }
         }
-        keys.remove("sign")
-        return keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        // Sorted, then each once: no hashing, and n log n however many names a body lists.
+        keys.sort(by: utf8Precedes)
+        var unique: [String] = []
+        unique.reserveCapacity(keys.count)
+        for key in keys where key != "sign" && unique.last != key { unique.append(key) }
+        return unique
     }
 
     /// The exact string Citcon hashes for a body whose top-level fields have the signing texts
@@ -227,8 +233,12 @@ struct CitconSignedFields {
     private let values: [String: String]
 
     init(body: CitconBody, signedKeys: [String]) {
-        let keys = Set(signedKeys)
-        values = body.values.filter { keys.contains($0.key) }
+        var values: [String: String] = [:]
+        values.reserveCapacity(signedKeys.count)
+        for key in signedKeys {
+            if let value = body.values[key] { values[key] = value }
+        }
+        self.values = values
     }
 
     /// The field's text; nil when it is absent, null, empty or not signed.

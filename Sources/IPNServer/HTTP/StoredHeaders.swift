@@ -6,36 +6,41 @@ import IPNCore
 /// capped so a 100 KB header cannot bloat the store.
 enum StoredHeaders {
     static let maxBytes = 8192
-    private static let credentialHeaders: Set<String> = ["authorization", "proxy-authorization", "cookie"]
 
     static func json(_ fields: HTTPFields) -> String {
         var out: [UInt8] = [UInt8(ascii: "[")]
         out.reserveCapacity(1024)
-        var entry: [UInt8] = []
         var kept = 0
         for field in fields {
+            // Written in place; an entry that would pass the cap is taken back out.
+            let mark = out.count
+            if kept > 0 { out.append(UInt8(ascii: ",")) }
+            let entryStart = out.count
             let name = field.name.canonicalName
-            entry.removeAll(keepingCapacity: true)
-            entry.append(UInt8(ascii: "["))
-            JSONText.appendQuoted(name, to: &entry)
-            entry.append(UInt8(ascii: ","))
-            if credentialHeaders.contains(name) {
-                JSONText.appendQuoted(redacted(field.value), to: &entry)
+            out.append(UInt8(ascii: "["))
+            JSONText.appendQuoted(name, to: &out)
+            out.append(UInt8(ascii: ","))
+            if isCredential(name) {
+                JSONText.appendQuoted(redacted(field.value), to: &out)
             } else {
-                JSONText.appendQuoted(field.value.utf8.count <= 1024 ? field.value : String(field.value.prefix(1024)), to: &entry)
+                JSONText.appendQuoted(field.value.utf8.count <= 1024 ? field.value : String(field.value.prefix(1024)), to: &out)
             }
-            entry.append(UInt8(ascii: "]"))
-            guard out.count + entry.count + 2 <= maxBytes else {
+            out.append(UInt8(ascii: "]"))
+            guard mark + (out.count - entryStart) + 2 <= maxBytes else {
+                out.removeSubrange(mark...)
                 if kept > 0 { out.append(UInt8(ascii: ",")) }
                 out.append(contentsOf: Array(#"["ipnd-truncated","\#(fields.count - kept) more header(s) not kept"]"#.utf8))
                 break
             }
-            if kept > 0 { out.append(UInt8(ascii: ",")) }
-            out.append(contentsOf: entry)
             kept += 1
         }
         out.append(UInt8(ascii: "]"))
         return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Header fields whose values are credentials (names as HTTPTypes gives them: lowercase).
+    private static func isCredential(_ name: String) -> Bool {
+        name == "authorization" || name == "proxy-authorization" || name == "cookie"
     }
 
     /// `Basic [redacted]`: the scheme of `scheme credentials` stays (it says how the client

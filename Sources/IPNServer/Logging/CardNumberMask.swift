@@ -43,21 +43,23 @@ enum CardNumberMask {
     /// Whether `value` has a run of 13 or more ASCII digits (single spaces or dashes allowed
     /// between them), checked without allocating: most log values do not.
     private static func mightHoldCardNumber(_ value: String) -> Bool {
-        var digits = 0
-        var previousWasSeparator = false
-        for byte in value.utf8 {
-            if byte >= 48 && byte <= 57 {
-                digits += 1
-                if digits >= 13 { return true }
-                previousWasSeparator = false
-            } else if (byte == 32 || byte == 45), digits > 0, !previousWasSeparator {
-                previousWasSeparator = true
-            } else {
-                digits = 0
-                previousWasSeparator = false
+        value.withUTF8Bytes { bytes in
+            var digits = 0
+            var previousWasSeparator = false
+            for byte in bytes {
+                if byte >= 48 && byte <= 57 {
+                    digits += 1
+                    if digits >= 13 { return true }
+                    previousWasSeparator = false
+                } else if (byte == 32 || byte == 45), digits > 0, !previousWasSeparator {
+                    previousWasSeparator = true
+                } else {
+                    digits = 0
+                    previousWasSeparator = false
+                }
             }
+            return false
         }
-        return false
     }
 
     private static func isDigit(_ scalar: Unicode.Scalar) -> Bool { scalar.value >= 48 && scalar.value <= 57 }

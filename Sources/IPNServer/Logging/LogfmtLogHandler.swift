@@ -53,7 +53,9 @@ public struct LogfmtLogHandler: LogHandler {
     ) -> [(key: String, value: Logger.Metadata.Value)] {
         var fields: [(key: String, value: Logger.Metadata.Value)] = []
         fields.reserveCapacity(handler.count + (provided?.count ?? 0) + (event?.count ?? 0))
-        if let event { fields.append(contentsOf: event.lazy.map { ($0.key, $0.value) }) }
+        if let event {
+            for (key, value) in event { fields.append((key, value)) }
+        }
         if let provided {
             for (key, value) in provided where event?[key] == nil { fields.append((key, value)) }
         }
@@ -83,27 +85,28 @@ public struct LogfmtLogHandler: LogHandler {
     /// Appends `raw`, card numbers masked, quoted when it is empty or holds spaces, quotes,
     /// `=`, backslashes or control characters.
     static func appendQuoted(_ raw: String, to out: inout [UInt8]) {
-        let value = CardNumberMask.mask(raw)
-        let needsQuotes = value.isEmpty || value.utf8.contains { byte in
-            byte <= 0x20 || byte == 0x22 || byte == 0x3D || byte == 0x5C || byte == 0x7F
-        }
-        guard needsQuotes else {
-            out.append(contentsOf: value.utf8)
-            return
-        }
-        out.append(UInt8(ascii: "\""))
-        for byte in value.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): out.append(contentsOf: #"\""#.utf8)
-            case UInt8(ascii: "\\"): out.append(contentsOf: #"\\"#.utf8)
-            case UInt8(ascii: "\n"): out.append(contentsOf: #"\n"#.utf8)
-            case UInt8(ascii: "\r"): out.append(contentsOf: #"\r"#.utf8)
-            case UInt8(ascii: "\t"): out.append(contentsOf: #"\t"#.utf8)
-            case 0x00..<0x20, 0x7F: out.append(contentsOf: "\\u{\(String(byte, radix: 16))}".utf8)
-            default: out.append(byte)
+        CardNumberMask.mask(raw).withUTF8Bytes { value in
+            let needsQuotes = value.isEmpty || value.contains { byte in
+                byte <= 0x20 || byte == 0x22 || byte == 0x3D || byte == 0x5C || byte == 0x7F
             }
+            guard needsQuotes else {
+                out.append(contentsOf: value)
+                return
+            }
+            out.append(UInt8(ascii: "\""))
+            for byte in value {
+                switch byte {
+                case UInt8(ascii: "\""): out.append(contentsOf: #"\""#.utf8)
+                case UInt8(ascii: "\\"): out.append(contentsOf: #"\\"#.utf8)
+                case UInt8(ascii: "\n"): out.append(contentsOf: #"\n"#.utf8)
+                case UInt8(ascii: "\r"): out.append(contentsOf: #"\r"#.utf8)
+                case UInt8(ascii: "\t"): out.append(contentsOf: #"\t"#.utf8)
+                case 0x00..<0x20, 0x7F: out.append(contentsOf: "\\u{\(String(byte, radix: 16))}".utf8)
+                default: out.append(byte)
+                }
+            }
+            out.append(UInt8(ascii: "\""))
         }
-        out.append(UInt8(ascii: "\""))
     }
 }
 
