@@ -14,6 +14,8 @@ import IPNCore
 final class GroupCommitWriter: Sendable {
     private let pool: DatabasePool
     let maxBatch: Int
+    /// The longest a batch gathers jobs under load (never when the writer was idle).
+    let gatherWait: Duration
     private let state = Locked(State())
     private let queue = DispatchQueue(label: "ipnd.store.writer", qos: .userInitiated)
     private let observer: (@Sendable (_ batchSize: Int, _ seconds: Double, _ failed: Bool) -> Void)?
@@ -27,10 +29,12 @@ final class GroupCommitWriter: Sendable {
     init(
         pool: DatabasePool,
         maxBatch: Int,
+        gatherWait: Duration = .zero,
         observer: (@Sendable (_ batchSize: Int, _ seconds: Double, _ failed: Bool) -> Void)? = nil
     ) {
         self.pool = pool
         self.maxBatch = max(1, maxBatch)
+        self.gatherWait = max(.zero, gatherWait)
         self.observer = observer
     }
 
@@ -92,7 +96,13 @@ final class GroupCommitWriter: Sendable {
     }
 
     private func drainLoop() {
+        // The first batch of a drain starts at once: a notification that finds the writer idle
+        // is never held back. Jobs that queued up while a commit was running mean concurrent
+        // senders; then the next batch gathers for up to `gatherWait` so that one commit and
+        // one fsync carry more of them.
+        var gather = false
         while true {
+            if gather { waitForMoreJobs() }
             let batch = state.withLock { state -> [Job] in
                 guard !state.waiting.isEmpty else {
                     state.draining = false
@@ -105,8 +115,24 @@ final class GroupCommitWriter: Sendable {
             }
             guard !batch.isEmpty else { return }
             run(batch)
+            gather = gatherWait > .zero
         }
     }
+
+    /// Sleeps in short slices until `maxBatch` jobs wait, the queue stops growing or
+    /// `gatherWait` has passed, whichever comes first.
+    private func waitForMoreJobs() {
+        let deadline = ContinuousClock.now + gatherWait
+        var seen = state.withLock { $0.waiting.count }
+        while seen > 0, seen < maxBatch, ContinuousClock.now < deadline {
+            usleep(Self.gatherSlice)
+            let count = state.withLock { $0.waiting.count }
+            if count == seen { return }
+            seen = count
+        }
+    }
+
+    private static let gatherSlice: UInt32 = 200
 
     private func run(_ batch: [Job]) {
         let started = DispatchTime.now().uptimeNanoseconds

@@ -7,15 +7,18 @@ public final class Inbox: Sendable {
     public let store: Store
     private let writer: GroupCommitWriter
 
-    /// - Parameter maxBatch: the most jobs one commit carries; 1 gives one transaction per
-    ///   notification.
+    /// - Parameters:
+    ///   - maxBatch: the most jobs one commit carries; 1 gives one transaction per notification.
+    ///   - gatherWait: under load (jobs queued while a commit ran), how long the next batch
+    ///     may wait for more jobs; a job that finds the writer idle never waits.
     public init(
         store: Store,
         maxBatch: Int = 256,
+        gatherWait: Duration = .milliseconds(1),
         commitObserver: (@Sendable (_ batchSize: Int, _ seconds: Double, _ failed: Bool) -> Void)? = nil
     ) {
         self.store = store
-        writer = GroupCommitWriter(pool: store.pool, maxBatch: maxBatch, observer: commitObserver)
+        writer = GroupCommitWriter(pool: store.pool, maxBatch: maxBatch, gatherWait: gatherWait, observer: commitObserver)
     }
 
     public var maxBatch: Int { writer.maxBatch }

@@ -202,6 +202,34 @@ struct InboxTests {
         #expect(try await store.count("SELECT COUNT(*) FROM dedup_keys") == 0)
     }
 
+    @Test("under load jobs gather into shared commits; a job that finds the writer idle is committed without waiting")
+    func gathering() async throws {
+        let base = try TemporaryStore(maxBatch: 256)
+        let sizes = Locked<[Int]>([])
+        // A gather wait far longer than the test may take: only the writer's rules keep it short.
+        let inbox = Inbox(store: base.store, maxBatch: 256, gatherWait: .seconds(60)) { size, _, _ in
+            sizes.withLock { $0.append(size) }
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<64 {
+                group.addTask {
+                    _ = try await inbox.record(.verified(request(), notification("G\(index)", .transition(.paid), order: "G\(index)")))
+                }
+            }
+            try await group.waitForAll()
+        }
+        let concurrent = sizes.withLock { $0 }
+        #expect(concurrent.reduce(0, +) == 64)
+        #expect(concurrent.count < 64, "64 concurrent jobs should share commits, got batches \(concurrent)")
+
+        let started = ContinuousClock.now
+        let outcome = try await inbox.record(.verified(request(), notification("alone", .transition(.paid), order: "alone")))
+        #expect(outcome.verdict == .applied)
+        #expect(sizes.withLock { $0.last } == 1)
+        #expect(ContinuousClock.now - started < .seconds(30), "an idle writer must not hold a job for the gather wait")
+        #expect(try await base.count("SELECT count(*) FROM notifications WHERE verdict = 'applied'") == 65)
+    }
+
     @Test("the store runs in WAL mode with synchronous=FULL")
     func durability() async throws {
         let store = try TemporaryStore(maxBatch: 1)

@@ -107,23 +107,24 @@ struct ProviderEndpoint: Sendable {
         let latency = ContinuousClock.now - started
         metrics.notification(provider: providerName, verdict: outcome.verdict, latency: latency)
         tally.count(outcome.verdict)
+        // `.string` rather than interpolation: this runs for every notification.
         var metadata: Logger.Metadata = [
-            "provider": "\(providerName)",
-            "account": "\(received.account)",
-            "order_ref": "\(outcome.orderRef ?? "")",
-            "verdict": "\(outcome.verdict.rawValue)",
-            "notification_id": "\(outcome.notificationID)",
-            "client_ip": "\(raw.clientIP ?? "")",
-            "status": "\(answer.status)",
-            "latency_ms": "\(latency.milliseconds)",
+            "provider": .string(providerName),
+            "account": .string(received.account),
+            "order_ref": .string(outcome.orderRef ?? ""),
+            "verdict": .string(outcome.verdict.rawValue),
+            "notification_id": .string(String(outcome.notificationID)),
+            "client_ip": .string(raw.clientIP ?? ""),
+            "status": .string(String(answer.status)),
+            "latency_ms": .string(latency.milliseconds),
         ]
         if case .rejected(_, let rejection) = entry {
-            metadata["reason"] = "\(rejection.reason.rawValue)"
-            metadata["detail"] = "\(rejection.detail)"
+            metadata["reason"] = .string(rejection.reason.rawValue)
+            metadata["detail"] = .string(rejection.detail)
         } else if let explanation = outcome.explanation {
-            metadata["detail"] = "\(explanation)"
+            metadata["detail"] = .string(explanation)
         }
-        if let state = outcome.orderState { metadata["order_state"] = "\(state.rawValue)" }
+        if let state = outcome.orderState { metadata["order_state"] = .string(state.rawValue) }
         logger.log(level: outcome.verdict == .rejected || outcome.verdict == .mismatch ? .warning : .info,
                    "notification", metadata: metadata)
         return Response(answer)
