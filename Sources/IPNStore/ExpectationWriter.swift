@@ -33,8 +33,9 @@ public enum ExpectationWriter {
                         throw StoreError(message: "\(storePath) is not an ipnd store (no orders table)")
                     }
                     let now = Timestamp.format(epochMilliseconds: Int64(Date().timeIntervalSince1970 * 1000))
+                    let tx = WriteContext(db: db, now: now, statements: WriteStatements(db))
                     state = try Expectations.set(
-                        db, scope: Scope(provider: provider, account: account), orderRef: orderRef, amount: amount, now: now)
+                        tx, scope: Scope(provider: provider, account: account), orderRef: orderRef, amount: amount, now: now)
                     return .commit
                 }
                 return state

@@ -40,13 +40,13 @@ final class GroupCommitWriter: Sendable {
 
     /// Runs `operation` inside a write transaction and returns its result once committed.
     func submit<T: Sendable>(
-        _ operation: @escaping @Sendable (Database, _ now: String) throws -> T
+        _ operation: @escaping @Sendable (WriteContext) throws -> T
     ) async throws(StoreError) -> T {
         let box = ResultBox<T>()
         do {
             return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
                 let job = Job(
-                    run: { db, now in box.value = try operation(db, now) },
+                    run: { context in box.value = try operation(context) },
                     finish: { error in
                         if let error {
                             continuation.resume(throwing: error)
@@ -140,7 +140,8 @@ final class GroupCommitWriter: Sendable {
         do {
             try pool.writeWithoutTransaction { db in
                 try db.inTransaction(.immediate) {
-                    for job in batch { try job.run(db, now) }
+                    let context = WriteContext(db: db, now: now, statements: WriteStatements(db))
+                    for job in batch { try job.run(context) }
                     return .commit
                 }
             }
@@ -164,10 +165,10 @@ final class GroupCommitWriter: Sendable {
 
 /// One queued write.
 private final class Job: Sendable {
-    let run: @Sendable (Database, String) throws -> Void
+    let run: @Sendable (WriteContext) throws -> Void
     let finish: @Sendable ((any Error)?) -> Void
 
-    init(run: @escaping @Sendable (Database, String) throws -> Void, finish: @escaping @Sendable ((any Error)?) -> Void) {
+    init(run: @escaping @Sendable (WriteContext) throws -> Void, finish: @escaping @Sendable ((any Error)?) -> Void) {
         self.run = run
         self.finish = finish
     }

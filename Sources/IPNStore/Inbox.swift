@@ -25,7 +25,7 @@ public final class Inbox: Sendable {
 
     /// Records `entry` and returns its verdict once it is durably committed.
     public func record(_ entry: InboxEntry) async throws(StoreError) -> RecordOutcome {
-        try await writer.submit { db, now in try Recorder.record(entry, in: db, now: now) }
+        try await writer.submit { tx in try Recorder.record(entry, in: tx, now: tx.now) }
     }
 
     /// Registers the amount and currency `orderRef` must be paid with, creating the order in
@@ -36,17 +36,17 @@ public final class Inbox: Sendable {
         orderRef: String,
         amount: Money
     ) async throws(StoreError) -> OrderState {
-        try await writer.submit { db, now in
-            try Expectations.set(db, scope: Scope(provider: provider, account: account), orderRef: orderRef,
-                                 amount: amount, now: now)
+        try await writer.submit { tx in
+            try Expectations.set(tx, scope: Scope(provider: provider, account: account), orderRef: orderRef,
+                                 amount: amount, now: tx.now)
         }
     }
 
     /// Proves the store accepts a durable write right now (readiness and watchdog).
     public func heartbeat() async throws(StoreError) {
-        try await writer.submit { db, now in
-            try db.execute(sql: "INSERT INTO heartbeat (id, at) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET at = excluded.at",
-                           arguments: [now])
+        try await writer.submit { tx in
+            try tx.db.execute(sql: "INSERT INTO heartbeat (id, at) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET at = excluded.at",
+                           arguments: [tx.now])
         }
     }
 
@@ -58,8 +58,9 @@ public final class Inbox: Sendable {
 }
 
 enum Expectations {
-    static func set(_ db: Database, scope: Scope, orderRef: String, amount: Money, now: String) throws -> OrderState {
-        if let order = try OrderRow.fetch(db, scope: scope, orderRef: orderRef) {
+    static func set(_ tx: WriteContext, scope: Scope, orderRef: String, amount: Money, now: String) throws -> OrderState {
+        let db = tx.db
+        if let order = try OrderRow.fetch(tx, scope: scope, orderRef: orderRef) {
             try db.execute(
                 sql: "UPDATE orders SET expected_amount_minor = ?, expected_currency = ?, updated_at = ? WHERE id = ?",
                 arguments: [amount.minor, amount.currency, now, order.id]
@@ -67,7 +68,7 @@ enum Expectations {
             return order.state
         }
         var order = try OrderRow.insert(
-            db, scope: scope, orderRef: orderRef, state: .expected, amount: nil, refundedMinor: 0,
+            tx, scope: scope, orderRef: orderRef, state: .expected, amount: nil, refundedMinor: 0,
             providerTxnID: nil, now: now
         )
         try db.execute(

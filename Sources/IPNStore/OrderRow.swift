@@ -17,23 +17,18 @@ struct OrderRow {
         OrderSnapshot(state: state, amount: amount, refundedMinor: refundedMinor, expected: expected)
     }
 
-    private static let columns = """
-        id, order_ref, state, amount_minor, currency, refunded_minor, expected_amount_minor, expected_currency,
-        flags, provider_txn_id, updated_at
-        """
-
-    static func fetch(_ db: Database, scope: Scope, orderRef: String) throws -> OrderRow? {
-        let query = try RawStatement(db, "SELECT \(columns) FROM orders WHERE provider = ? AND account = ? AND order_ref = ?")
+    static func fetch(_ tx: WriteContext, scope: Scope, orderRef: String) throws -> OrderRow? {
+        let query = try RawStatement(tx, .orderByRef)
         return try query.first(.text(scope.provider), .text(scope.account), .text(orderRef), read: OrderRow.init(row:))
     }
 
-    static func fetch(_ db: Database, id: Int64) throws -> OrderRow? {
-        let query = try RawStatement(db, "SELECT \(columns) FROM orders WHERE id = ?")
+    static func fetch(_ tx: WriteContext, id: Int64) throws -> OrderRow? {
+        let query = try RawStatement(tx, .orderByID)
         return try query.first(.int(id), read: OrderRow.init(row:))
     }
 
     static func insert(
-        _ db: Database,
+        _ tx: WriteContext,
         scope: Scope,
         orderRef: String,
         state: OrderState,
@@ -42,26 +37,18 @@ struct OrderRow {
         providerTxnID: String?,
         now: String
     ) throws -> OrderRow {
-        let insert = try RawStatement(db, """
-            INSERT INTO orders (provider, account, order_ref, provider_txn_id, state, amount_minor, currency,
-                                refunded_minor, created_at, updated_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """)
+        let insert = try RawStatement(tx, .orderInsert)
         try insert.run(
             .text(scope.provider), .text(scope.account), .text(orderRef), .text(providerTxnID), .text(state.rawValue),
             .int(amount?.minor), .text(amount?.currency), .int(refundedMinor), .text(now), .text(now))
         return OrderRow(
-            id: db.lastInsertedRowID, orderRef: orderRef, state: state, amount: amount, refundedMinor: refundedMinor,
+            id: tx.db.lastInsertedRowID, orderRef: orderRef, state: state, amount: amount, refundedMinor: refundedMinor,
             expected: nil, flags: [], providerTxnID: providerTxnID, updatedAt: now
         )
     }
 
-    func update(_ db: Database) throws {
-        let update = try RawStatement(db, """
-            UPDATE orders SET state = ?, amount_minor = ?, currency = ?, refunded_minor = ?, flags = ?,
-                              provider_txn_id = ?, updated_at = ?
-            WHERE id = ?
-            """)
+    func update(_ tx: WriteContext) throws {
+        let update = try RawStatement(tx, .orderUpdate)
         try update.run(
             .text(state.rawValue), .int(amount?.minor), .text(amount?.currency), .int(refundedMinor),
             .text(flags.joined(separator: ",")), .text(providerTxnID), .text(updatedAt), .int(id))

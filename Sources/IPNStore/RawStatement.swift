@@ -12,10 +12,10 @@ struct RawStatement {
     private let handle: OpaquePointer
     private let db: Database
 
-    /// The cached statement for `sql`, reset.
-    init(_ db: Database, _ sql: String) throws {
-        handle = try db.cachedStatement(sql: sql).sqliteStatement
-        self.db = db
+    /// The write path's statement `sql` for this batch, reset.
+    init(_ tx: WriteContext, _ sql: WriteSQL) throws {
+        handle = try tx.statements.statement(sql).sqliteStatement
+        db = tx.db
         sqlite3_reset(handle)
     }
 
@@ -122,4 +122,76 @@ enum RawValue {
 
     static func text(_ value: String?) -> RawValue { value.map { .text($0) } ?? .null }
     static func int(_ value: Int64?) -> RawValue { value.map { .int($0) } ?? .null }
+}
+
+/// What a job in a group-commit batch writes with: the writer's connection, inside the batch's
+/// transaction, the batch's timestamp and the write path's prepared statements.
+struct WriteContext {
+    let db: Database
+    let now: String
+    let statements: WriteStatements
+}
+
+/// The write path's statements, taken from GRDB's statement cache once per batch: a lookup
+/// there hashes the whole SQL text, which cost more per notification than binding it.
+final class WriteStatements {
+    private let db: Database
+    private var taken: [Statement?] = Array(repeating: nil, count: WriteSQL.allCases.count)
+
+    init(_ db: Database) {
+        self.db = db
+    }
+
+    func statement(_ sql: WriteSQL) throws -> Statement {
+        if let statement = taken[sql.rawValue] { return statement }
+        let statement = try db.cachedStatement(sql: sql.text)
+        taken[sql.rawValue] = statement
+        return statement
+    }
+}
+
+/// The statements every notification runs.
+enum WriteSQL: Int, CaseIterable {
+    case dedupKeyLookup, dedupKeyInsert, notificationInsert, transitionInsert
+    case orderByRef, orderByID, orderInsert, orderUpdate
+
+    private static let orderColumns = """
+        id, order_ref, state, amount_minor, currency, refunded_minor, expected_amount_minor, expected_currency,
+        flags, provider_txn_id, updated_at
+        """
+
+    var text: String {
+        switch self {
+        case .dedupKeyLookup:
+            "SELECT notification_id FROM dedup_keys WHERE provider = ? AND account = ? AND dedup_key = ?"
+        case .dedupKeyInsert:
+            "INSERT INTO dedup_keys (provider, account, dedup_key, notification_id) VALUES (?, ?, ?, ?)"
+        case .notificationInsert:
+            """
+            INSERT INTO notifications (
+                provider, account, received_at, client_ip, target, headers, body, verdict, reason,
+                reason_detail, kind, provider_status, dedup_key, order_ref, order_id, provider_txn_id, link_key,
+                amount_minor, currency, detail
+            ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """
+        case .transitionInsert:
+            "INSERT INTO transitions (order_id, from_state, to_state, at, notification_id) VALUES (?, ?, ?, ?, ?)"
+        case .orderByRef:
+            "SELECT \(Self.orderColumns) FROM orders WHERE provider = ? AND account = ? AND order_ref = ?"
+        case .orderByID:
+            "SELECT \(Self.orderColumns) FROM orders WHERE id = ?"
+        case .orderInsert:
+            """
+            INSERT INTO orders (provider, account, order_ref, provider_txn_id, state, amount_minor, currency,
+                                refunded_minor, created_at, updated_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """
+        case .orderUpdate:
+            """
+            UPDATE orders SET state = ?, amount_minor = ?, currency = ?, refunded_minor = ?, flags = ?,
+                              provider_txn_id = ?, updated_at = ?
+            WHERE id = ?
+            """
+        }
+    }
 }

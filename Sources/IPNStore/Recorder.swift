@@ -5,34 +5,35 @@ import IPNCore
 /// The one write path: dedup, the state machine, the transition and the notification row,
 /// all inside the caller's write transaction.
 enum Recorder {
-    static func record(_ entry: InboxEntry, in db: Database, now: String) throws -> RecordOutcome {
+    static func record(_ entry: InboxEntry, in tx: WriteContext, now: String) throws -> RecordOutcome {
         switch entry {
         case .rejected(let request, let rejection):
             let id = try insertNotification(
-                db, request: request, verdict: .rejected, reason: rejection.reason.rawValue,
+                tx, request: request, verdict: .rejected, reason: rejection.reason.rawValue,
                 reasonDetail: rejection.detail, notification: nil, order: nil
             )
             return RecordOutcome(notificationID: id, verdict: .rejected, explanation: rejection.description)
         case .verified(let request, let notification):
-            return try recordVerified(request, notification, in: db, now: now)
+            return try recordVerified(request, notification, in: tx, now: now)
         }
     }
 
     private static func recordVerified(
         _ request: ReceivedRequest,
         _ notification: VerifiedNotification,
-        in db: Database,
+        in tx: WriteContext,
         now: String
     ) throws -> RecordOutcome {
+        let db = tx.db
         let scope = Scope(provider: request.provider, account: request.account)
-        let dedup = try RawStatement(db, "SELECT notification_id FROM dedup_keys WHERE provider = ? AND account = ? AND dedup_key = ?")
+        let dedup = try RawStatement(tx, .dedupKeyLookup)
         if let firstID = try dedup.first(.text(scope.provider), .text(scope.account), .text(notification.dedupKey), read: { $0.int(0) }) ?? nil {
             let original = try Row.fetchOne(
                 db.cachedStatement(sql: "SELECT order_id, order_ref FROM notifications WHERE id = ?"), arguments: [firstID])
             let orderID: Int64? = original?["order_id"]
-            let order = try orderID.flatMap { try OrderRow.fetch(db, id: $0) }
+            let order = try orderID.flatMap { try OrderRow.fetch(tx, id: $0) }
             let id = try insertNotification(
-                db, request: request, verdict: .duplicate, reason: nil,
+                tx, request: request, verdict: .duplicate, reason: nil,
                 reasonDetail: "same dedup key as notification \(firstID)", notification: notification, order: order,
                 orderRef: original?["order_ref"]
             )
@@ -42,35 +43,35 @@ enum Recorder {
 
         var order: OrderRow?
         if let orderRef = notification.orderRef {
-            order = try OrderRow.fetch(db, scope: scope, orderRef: orderRef)
+            order = try OrderRow.fetch(tx, scope: scope, orderRef: orderRef)
         } else if case .requires(let key) = notification.link {
-            order = try linkedOrder(db, scope: scope, key: key)
+            order = try linkedOrder(tx, scope: scope, key: key)
             if order == nil {
                 let id = try insertNotification(
-                    db, request: request, verdict: .unlinked, reason: nil,
+                    tx, request: request, verdict: .unlinked, reason: nil,
                     reasonDetail: "no payment with id \(key) yet; applied when it arrives",
                     notification: notification, order: nil, pendingEffect: true
                 )
-                try insertDedupKey(db, scope: scope, key: notification.dedupKey, notificationID: id)
+                try insertDedupKey(tx, scope: scope, key: notification.dedupKey, notificationID: id)
                 return RecordOutcome(notificationID: id, verdict: .unlinked, explanation: "waiting for payment \(key)")
             }
         }
 
         var notificationID: Int64 = 0
-        let outcome = try apply(notification, to: &order, scope: scope, in: db, now: now) { order, decision in
+        let outcome = try apply(notification, to: &order, scope: scope, in: tx, now: now) { order, decision in
             notificationID = try insertNotification(
-                db, request: request, verdict: decision.verdict,
+                tx, request: request, verdict: decision.verdict,
                 reason: decision.flag?.rawValue, reasonDetail: decision.explanation,
                 notification: notification, order: order
             )
             return notificationID
         }
-        try insertDedupKey(db, scope: scope, key: notification.dedupKey, notificationID: notificationID)
+        try insertDedupKey(tx, scope: scope, key: notification.dedupKey, notificationID: notificationID)
 
         if case .registers(let key) = notification.link, let registered = order {
             let inserted = try registerLink(db, scope: scope, key: key, orderID: registered.id)
             if inserted {
-                order = try applyWaitingNotifications(db, scope: scope, key: key, order: registered, now: now)
+                order = try applyWaitingNotifications(tx, scope: scope, key: key, order: registered, now: now)
             }
         }
         return RecordOutcome(
@@ -85,10 +86,11 @@ enum Recorder {
         _ notification: VerifiedNotification,
         to order: inout OrderRow?,
         scope: Scope,
-        in db: Database,
+        in tx: WriteContext,
         now: String,
         store: (OrderRow?, Decision) throws -> Int64
     ) throws -> Decision {
+        let db = tx.db
         var refundCounted = false
         if case .refund(let info) = notification.effect, let refundID = info.refundID, let existing = order {
             refundCounted = try Bool.fetchOne(
@@ -108,11 +110,11 @@ enum Recorder {
                 if let refunded = decision.refundedMinor { existing.refundedMinor = refunded }
                 if let txnID { existing.providerTxnID = txnID }
                 existing.updatedAt = now
-                try existing.update(db)
+                try existing.update(tx)
                 order = existing
             } else if let orderRef = notification.orderRef {
                 order = try OrderRow.insert(
-                    db, scope: scope, orderRef: orderRef, state: newState, amount: decision.orderAmount,
+                    tx, scope: scope, orderRef: orderRef, state: newState, amount: decision.orderAmount,
                     refundedMinor: decision.refundedMinor ?? 0, providerTxnID: txnID ?? notification.providerTxnID,
                     now: now
                 )
@@ -123,7 +125,7 @@ enum Recorder {
             // an unknown status) says nothing about the payment yet: the order starts at the
             // lowest rank, `expected`, without a transition, so any later notification applies.
             order = try OrderRow.insert(
-                db, scope: scope, orderRef: orderRef, state: .expected,
+                tx, scope: scope, orderRef: orderRef, state: .expected,
                 amount: notification.describesThePayment ? notification.amount : nil,
                 refundedMinor: 0, providerTxnID: txnID, now: now
             )
@@ -131,13 +133,12 @@ enum Recorder {
         if let flag = decision.flag, var existing = order, !existing.flags.contains(flag.rawValue) {
             existing.flags.append(flag.rawValue)
             existing.updatedAt = now
-            try existing.update(db)
+            try existing.update(tx)
             order = existing
         }
         let notificationID = try store(order, decision)
         if let newState = decision.newState, let order {
-            let insert = try RawStatement(
-                db, "INSERT INTO transitions (order_id, from_state, to_state, at, notification_id) VALUES (?, ?, ?, ?, ?)")
+            let insert = try RawStatement(tx, .transitionInsert)
             try insert.run(.int(order.id), .text(previousState?.rawValue), .text(newState.rawValue), .text(now), .int(notificationID))
             if case .refund(let info) = notification.effect, let refundID = info.refundID {
                 try db.cachedStatement(
@@ -151,8 +152,9 @@ enum Recorder {
     /// Applies, in arrival order, the captures and refunds that waited for payment `key`;
     /// returns the order as they left it.
     private static func applyWaitingNotifications(
-        _ db: Database, scope: Scope, key: String, order: OrderRow, now: String
+        _ tx: WriteContext, scope: Scope, key: String, order: OrderRow, now: String
     ) throws -> OrderRow {
+        let db = tx.db
         let waiting = try Row.fetchAll(
             db.cachedStatement(sql: """
                 SELECT id, pending_effect FROM notifications
@@ -167,7 +169,7 @@ enum Recorder {
                 throw StoreError(message: "unlinked notification \(id) has no stored effect")
             }
             let notification = try JSONDecoder().decode(VerifiedNotification.self, from: Data(json.utf8))
-            _ = try apply(notification, to: &current, scope: scope, in: db, now: now) { order, decision in
+            _ = try apply(notification, to: &current, scope: scope, in: tx, now: now) { order, decision in
                 try db.cachedStatement(sql: """
                     UPDATE notifications SET verdict = ?, reason = ?, reason_detail = ?, order_id = ?, order_ref = ?,
                     pending_effect = NULL WHERE id = ?
@@ -179,12 +181,13 @@ enum Recorder {
         return current ?? order
     }
 
-    private static func linkedOrder(_ db: Database, scope: Scope, key: String) throws -> OrderRow? {
+    private static func linkedOrder(_ tx: WriteContext, scope: Scope, key: String) throws -> OrderRow? {
+        let db = tx.db
         guard let orderID = try Int64.fetchOne(
             db.cachedStatement(sql: "SELECT order_id FROM payment_links WHERE provider = ? AND account = ? AND link_key = ?"),
             arguments: [scope.provider, scope.account, key]
         ) else { return nil }
-        return try OrderRow.fetch(db, id: orderID)
+        return try OrderRow.fetch(tx, id: orderID)
     }
 
     private static func registerLink(_ db: Database, scope: Scope, key: String, orderID: Int64) throws -> Bool {
@@ -193,13 +196,13 @@ enum Recorder {
         return db.changesCount > 0
     }
 
-    private static func insertDedupKey(_ db: Database, scope: Scope, key: String, notificationID: Int64) throws {
-        let insert = try RawStatement(db, "INSERT INTO dedup_keys (provider, account, dedup_key, notification_id) VALUES (?, ?, ?, ?)")
+    private static func insertDedupKey(_ tx: WriteContext, scope: Scope, key: String, notificationID: Int64) throws {
+        let insert = try RawStatement(tx, .dedupKeyInsert)
         try insert.run(.text(scope.provider), .text(scope.account), .text(key), .int(notificationID))
     }
 
     private static func insertNotification(
-        _ db: Database,
+        _ tx: WriteContext,
         request: ReceivedRequest,
         verdict: Verdict,
         reason: String?,
@@ -209,15 +212,10 @@ enum Recorder {
         orderRef: String? = nil,
         pendingEffect: Bool = false
     ) throws -> Int64 {
+        let db = tx.db
         let detail = notification.flatMap { $0.detail.isEmpty ? nil : JSONText.object($0.detail) }
         let effect = pendingEffect ? notification.flatMap { try? JSONEncoder().encode($0) }.map { String(decoding: $0, as: UTF8.self) } : nil
-        let insert = try RawStatement(db, """
-            INSERT INTO notifications (
-                provider, account, received_at, client_ip, target, headers, body, verdict, reason,
-                reason_detail, kind, provider_status, dedup_key, order_ref, order_id, provider_txn_id, link_key,
-                amount_minor, currency, detail
-            ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """)
+        let insert = try RawStatement(tx, .notificationInsert)
         try insert.run(
             .text(request.provider), .text(request.account), .text(request.receivedAt), .text(request.clientIP),
             .text(request.target), .text(request.headers), .blob(request.body), .text(verdict.rawValue), .text(reason),
