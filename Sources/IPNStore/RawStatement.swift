@@ -152,7 +152,7 @@ final class WriteStatements {
 
 /// The statements every notification runs.
 enum WriteSQL: Int, CaseIterable {
-    case dedupKeyLookup, dedupKeyInsert, notificationInsert, transitionInsert
+    case dedupKeyLookup, dedupKeyInsert, notificationInsert, notificationOrder, transitionInsert
     case orderByRef, orderByID, orderInsert, orderUpdate
 
     private static let orderColumns = """
@@ -174,6 +174,8 @@ enum WriteSQL: Int, CaseIterable {
                 amount_minor, currency, detail
             ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """
+        case .notificationOrder:
+            "SELECT order_id, order_ref FROM notifications WHERE id = ?"
         case .transitionInsert:
             "INSERT INTO transitions (order_id, from_state, to_state, at, notification_id) VALUES (?, ?, ?, ?, ?)"
         case .orderByRef:

@@ -28,14 +28,12 @@ enum Recorder {
         let scope = Scope(provider: request.provider, account: request.account)
         let dedup = try RawStatement(tx, .dedupKeyLookup)
         if let firstID = try dedup.first(.text(scope.provider), .text(scope.account), .text(notification.dedupKey), read: { $0.int(0) }) ?? nil {
-            let original = try Row.fetchOne(
-                db.cachedStatement(sql: "SELECT order_id, order_ref FROM notifications WHERE id = ?"), arguments: [firstID])
-            let orderID: Int64? = original?["order_id"]
-            let order = try orderID.flatMap { try OrderRow.fetch(tx, id: $0) }
+            let original = try RawStatement(tx, .notificationOrder).first(.int(firstID)) { row in (order: row.int(0), ref: row.text(1)) }
+            let order = try original?.order.flatMap { try OrderRow.fetch(tx, id: $0) }
             let id = try insertNotification(
                 tx, request: request, verdict: .duplicate, reason: nil,
                 reasonDetail: "same dedup key as notification \(firstID)", notification: notification, order: order,
-                orderRef: original?["order_ref"]
+                orderRef: original?.ref
             )
             return RecordOutcome(notificationID: id, verdict: .duplicate, orderState: order?.state,
                                  orderRef: order?.orderRef ?? notification.orderRef)
