@@ -6,7 +6,7 @@ CONFIG ?= config/ipnd.dev.yaml
 # drive the tests' independent clients and the crash test.
 SYSTEM_PACKAGES := libssl-dev libsqlite3-dev pkg-config sqlite3 python3 openssl
 
-.PHONY: all deps build release run test check-config bench clean fuzz fuzz-replay crash-test test-sanitizers
+.PHONY: all deps build release run test check-config bench profile clean fuzz fuzz-replay crash-test test-sanitizers
 
 all: build
 
@@ -74,3 +74,8 @@ clean:
 # The load benchmark (issue 6): release build, 200k signed notifications, wrk, figures printed.
 bench: deps
 	scripts/bench.sh
+
+# Instructions per notification and per /healthz request under valgrind's callgrind, and where
+# they go: the repeatable figure for comparing two builds (docs/benchmarks.md, "Fourth round").
+profile: deps
+	scripts/profile.sh
