@@ -40,6 +40,8 @@ struct StoredHeadersTests {
     @Test("only a real auth scheme is kept", arguments: [
         ("Basic dXNlcjpwYXNz", "Basic [redacted]"), ("Bearer abc.def", "Bearer [redacted]"), ("session=abc", "[redacted]"),
         ("a=b; c=d", "[redacted]"), ("tokenwithoutscheme", "[redacted]"), ("", "[redacted]"),
+        ("  Basic  abc", "Basic [redacted]"), ("Basic ", "[redacted]"), ("Basic   ", "Basic [redacted]"), ("   ", "[redacted]"),
+        ("Bäsic abc", "[redacted]"), (String(repeating: "x", count: 33) + " abc", "[redacted]"),
     ])
     func schemes(value: String, kept: String) {
         #expect(StoredHeaders.redacted(value) == kept)

@@ -14,7 +14,12 @@ public struct FormBody: Sendable, Equatable {
         var fields: [(name: String, value: String)] = []
         fields.reserveCapacity(16)
         var seen = Set<String>()  // only for large forms; small ones are scanned
-        for pair in bytes.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true) {
+        var pairStart = bytes.startIndex
+        while pairStart < bytes.endIndex {
+            let pairEnd = bytes[pairStart...].firstIndex(of: UInt8(ascii: "&")) ?? bytes.endIndex
+            defer { pairStart = pairEnd + 1 }
+            guard pairEnd > pairStart else { continue }
+            let pair = bytes[pairStart..<pairEnd]
             let equals = pair.firstIndex(of: UInt8(ascii: "="))
             let rawName = equals.map { pair[pair.startIndex..<$0] } ?? pair[...]
             let rawValue = equals.map { pair[pair.index(after: $0)...] } ?? []
@@ -59,7 +64,7 @@ public struct FormBody: Sendable, Equatable {
     public static func decodeComponent(_ raw: ArraySlice<UInt8>) throws(FormError) -> String {
         // Most components (ids, amounts, codes) hold no escape: validate them in place.
         if !raw.contains(where: { $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: "+") }) {
-            guard let string = String(validating: raw, as: UTF8.self) else {
+            guard let string = raw.withUnsafeBufferPointer({ String(validating: $0, as: UTF8.self) }) else {
                 throw FormError(message: "form field is not valid UTF-8")
             }
             return string

@@ -46,10 +46,21 @@ enum StoredHeaders {
     /// `Basic [redacted]`: the scheme of `scheme credentials` stays (it says how the client
     /// authenticated); anything else, cookies included, is redacted whole.
     static func redacted(_ value: String) -> String {
-        let parts = value.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, let scheme = parts.first, scheme.count <= 32,
-            scheme.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") })
-        else { return "[redacted]" }
-        return scheme + " [redacted]"
+        // As `split(separator: " ", maxSplits: 1)` reads it: leading spaces skipped, the scheme up
+        // to the next space, and something after that space.
+        value.withUTF8Bytes { bytes in
+            var start = 0
+            while start < bytes.count, bytes[start] == UInt8(ascii: " ") { start += 1 }
+            guard let space = bytes[start...].firstIndex(of: UInt8(ascii: " ")), space + 1 < bytes.count else {
+                return "[redacted]"
+            }
+            let scheme = bytes[start..<space]
+            let isSchemeByte = { (byte: UInt8) in
+                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "-")
+            }
+            guard scheme.count <= 32, scheme.allSatisfy(isSchemeByte) else { return "[redacted]" }
+            return String(decoding: scheme, as: UTF8.self) + " [redacted]"
+        }
     }
 }

@@ -26,24 +26,29 @@ public struct LogfmtLogHandler: LogHandler {
         let fields = Self.fields(handler: metadata, provided: metadataProvider?.get(), event: event.metadata)
         var line: [UInt8] = []
         line.reserveCapacity(256)
-        line.append(contentsOf: "ts=".utf8)
+        Self.append("ts=", to: &line)
         Timestamp.append(epochMilliseconds: Int64(Date().timeIntervalSince1970 * 1000), to: &line)
-        line.append(contentsOf: " level=".utf8)
-        line.append(contentsOf: event.level.rawValue.utf8)
-        line.append(contentsOf: " msg=".utf8)
+        Self.append(" level=", to: &line)
+        Self.append(event.level.rawValue, to: &line)
+        Self.append(" msg=", to: &line)
         Self.appendQuoted(event.message.description, to: &line)
         for (key, value) in fields {
             line.append(UInt8(ascii: " "))
-            line.append(contentsOf: key.utf8)
+            Self.append(key, to: &line)
             line.append(UInt8(ascii: "="))
             Self.appendQuoted(Self.text(value), to: &line)
         }
         if let error = event.error {
-            line.append(contentsOf: " error=".utf8)
+            Self.append(" error=", to: &line)
             Self.appendQuoted("\(error)", to: &line)
         }
         line.append(UInt8(ascii: "\n"))
         output.write(line)
+    }
+
+    /// Appends the UTF-8 bytes of `text` in one copy.
+    private static func append(_ text: String, to line: inout [UInt8]) {
+        text.withUTF8Bytes { line.append(contentsOf: $0) }
     }
 
     /// The event's metadata over the provider's over the handler's, sorted by key. Built as
