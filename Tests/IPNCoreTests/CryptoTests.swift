@@ -53,6 +53,34 @@ struct CryptoTests {
         #expect(!publicKey.verifySHA256(signature: [], message: message))
     }
 
+    @Test("one public key verifies from many threads at once: every genuine signature passes, every altered one fails")
+    func rsaConcurrent() async throws {
+        let privateKey = try RSAPrivateKey(pem: Fixture.text("alipay-test-private-key.pem"))
+        let publicKey = try RSAPublicKey(derOrPEM: Fixture.text("alipay-test-public-key.b64"))
+        let messages = (0..<16).map { [Array("message \($0)".utf8)] }
+        let signatures = messages.map { privateKey.signSHA256($0) }
+        let wrong = try await withThrowingTaskGroup(of: Int.self) { group in
+            for worker in 0..<8 {
+                group.addTask {
+                    var wrong = 0
+                    for round in 0..<50 {
+                        let index = (worker + round) % messages.count
+                        var altered = signatures[index]
+                        altered[round % altered.count] ^= 1
+                        if !publicKey.verifySHA256(signature: signatures[index], message: messages[index]) { wrong += 1 }
+                        if publicKey.verifySHA256(signature: altered, message: messages[index]) { wrong += 1 }
+                        if publicKey.verifySHA256(signature: signatures[index], message: messages[(index + 1) % messages.count]) {
+                            wrong += 1
+                        }
+                    }
+                    return wrong
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        #expect(wrong == 0)
+    }
+
     @Test("public keys load from bare base64 and PEM; junk is refused")
     func keyLoading() throws {
         let bare = Fixture.text("alipay-test-public-key.b64").trimmingCharacters(in: .newlines)

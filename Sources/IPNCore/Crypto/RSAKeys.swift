@@ -19,6 +19,11 @@ public enum KeyError: Error, Equatable, Sendable, CustomStringConvertible {
 public final class RSAPublicKey: @unchecked Sendable {
     // EVP_PKEY is immutable after parsing; OpenSSL 3 allows concurrent verify operations on it.
     private let pkey: OpaquePointer
+    // A verify context set up once (EVP_DigestVerifyInit looks up the signature algorithm and
+    // sets up its context: half the cost of the RSA operation itself). Each verification
+    // copies it; it is only ever read after init (OpenSSL takes it as const), so concurrent
+    // copies are safe.
+    private let template: OpaquePointer
 
     /// Parses a SubjectPublicKeyInfo given as base64 DER or as PEM (`-----BEGIN PUBLIC KEY-----`).
     public init(derOrPEM text: String) throws(KeyError) {
@@ -33,10 +38,25 @@ public final class RSAPublicKey: @unchecked Sendable {
             EVP_PKEY_free(pkey)
             throw .notRSA
         }
+        guard let template = EVP_MD_CTX_new() else {
+            EVP_PKEY_free(pkey)
+            throw .notAKey("out of memory")
+        }
+        // The digest fetched once per process: naming it here would look it up again.
+        guard EVP_DigestVerifyInit(template, nil, DigestAlgorithm.sha256.evpMD, nil, pkey) == 1 else {
+            let message = OpenSSLError.lastMessage()
+            EVP_MD_CTX_free(template)
+            EVP_PKEY_free(pkey)
+            throw .notAKey(message)
+        }
         self.pkey = pkey
+        self.template = template
     }
 
-    deinit { EVP_PKEY_free(pkey) }
+    deinit {
+        EVP_MD_CTX_free(template)
+        EVP_PKEY_free(pkey)
+    }
 
     /// Key size in bits.
     public var bits: Int { Int(EVP_PKEY_get_bits(pkey)) }
@@ -45,8 +65,7 @@ public final class RSAPublicKey: @unchecked Sendable {
     public func verifySHA256(signature: [UInt8], message parts: [[UInt8]]) -> Bool {
         guard let ctx = EVP_MD_CTX_new() else { return false }
         defer { EVP_MD_CTX_free(ctx) }
-        // The digest fetched once per process: naming it here would look it up on every call.
-        guard EVP_DigestVerifyInit(ctx, nil, DigestAlgorithm.sha256.evpMD, nil, pkey) == 1 else {
+        guard EVP_MD_CTX_copy_ex(ctx, template) == 1 else {
             ERR_clear_error()
             return false
         }
