@@ -6,7 +6,8 @@ import IPNCore
 /// The store's only writer. Each call waits in a queue; the writer takes every job waiting at
 /// that moment (up to `maxBatch`), runs them in order in one IMMEDIATE transaction, commits
 /// (one fsync for the lot) and only then resumes their callers. When idle a job starts at once,
-/// so batching adds no latency; under load many jobs share one commit.
+/// so batching adds no latency; under load many jobs share one commit, and a batch may wait
+/// up to `gatherWait` for more while they keep arriving.
 ///
 /// Semantics are those of one transaction per job: jobs run sequentially, each seeing the
 /// effects of the ones before it. If a batch fails, its jobs are retried one transaction each,
