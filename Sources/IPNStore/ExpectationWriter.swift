@@ -35,7 +35,7 @@ public enum ExpectationWriter {
                     let now = Timestamp.format(epochMilliseconds: Int64(Date().timeIntervalSince1970 * 1000))
                     let tx = WriteContext(db: db, now: now, statements: WriteStatements(db))
                     state = try Expectations.set(
-                        tx, scope: Scope(provider: provider, account: account), orderRef: orderRef, amount: amount, now: now)
+                        tx, scope: Scope(provider: provider, account: account), orderRef: orderRef, amount: amount)
                     return .commit
                 }
                 return state

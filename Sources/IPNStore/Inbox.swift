@@ -25,7 +25,7 @@ public final class Inbox: Sendable {
 
     /// Records `entry` and returns its verdict once it is durably committed.
     public func record(_ entry: InboxEntry) async throws(StoreError) -> RecordOutcome {
-        try await writer.submit { tx in try Recorder.record(entry, in: tx, now: tx.now) }
+        try await writer.submit { tx in try Recorder.record(entry, in: tx) }
     }
 
     /// Registers the amount and currency `orderRef` must be paid with, creating the order in
@@ -38,7 +38,7 @@ public final class Inbox: Sendable {
     ) async throws(StoreError) -> OrderState {
         try await writer.submit { tx in
             try Expectations.set(tx, scope: Scope(provider: provider, account: account), orderRef: orderRef,
-                                 amount: amount, now: tx.now)
+                                 amount: amount)
         }
     }
 
@@ -58,8 +58,8 @@ public final class Inbox: Sendable {
 }
 
 enum Expectations {
-    static func set(_ tx: WriteContext, scope: Scope, orderRef: String, amount: Money, now: String) throws -> OrderState {
-        let db = tx.db
+    static func set(_ tx: WriteContext, scope: Scope, orderRef: String, amount: Money) throws -> OrderState {
+        let (db, now) = (tx.db, tx.now)
         if let order = try OrderRow.fetch(tx, scope: scope, orderRef: orderRef) {
             try db.execute(
                 sql: "UPDATE orders SET expected_amount_minor = ?, expected_currency = ?, updated_at = ? WHERE id = ?",
@@ -69,7 +69,7 @@ enum Expectations {
         }
         var order = try OrderRow.insert(
             tx, scope: scope, orderRef: orderRef, state: .expected, amount: nil, refundedMinor: 0,
-            providerTxnID: nil, now: now
+            providerTxnID: nil
         )
         try db.execute(
             sql: "UPDATE orders SET expected_amount_minor = ?, expected_currency = ? WHERE id = ?",

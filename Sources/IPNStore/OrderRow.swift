@@ -34,9 +34,9 @@ struct OrderRow {
         state: OrderState,
         amount: Money?,
         refundedMinor: Int64,
-        providerTxnID: String?,
-        now: String
+        providerTxnID: String?
     ) throws -> OrderRow {
+        let now = tx.now
         let insert = try RawStatement(tx, .orderInsert)
         try insert.run(
             .text(scope.provider), .text(scope.account), .text(orderRef), .text(providerTxnID), .text(state.rawValue),

@@ -5,7 +5,7 @@ import IPNCore
 /// The one write path: dedup, the state machine, the transition and the notification row,
 /// all inside the caller's write transaction.
 enum Recorder {
-    static func record(_ entry: InboxEntry, in tx: WriteContext, now: String) throws -> RecordOutcome {
+    static func record(_ entry: InboxEntry, in tx: WriteContext) throws -> RecordOutcome {
         switch entry {
         case .rejected(let request, let rejection):
             let id = try insertNotification(
@@ -14,15 +14,14 @@ enum Recorder {
             )
             return RecordOutcome(notificationID: id, verdict: .rejected, explanation: rejection.description)
         case .verified(let request, let notification):
-            return try recordVerified(request, notification, in: tx, now: now)
+            return try recordVerified(request, notification, in: tx)
         }
     }
 
     private static func recordVerified(
         _ request: ReceivedRequest,
         _ notification: VerifiedNotification,
-        in tx: WriteContext,
-        now: String
+        in tx: WriteContext
     ) throws -> RecordOutcome {
         let db = tx.db
         let scope = Scope(provider: request.provider, account: request.account)
@@ -56,7 +55,7 @@ enum Recorder {
         }
 
         var notificationID: Int64 = 0
-        let outcome = try apply(notification, to: &order, scope: scope, in: tx, now: now) { order, decision in
+        let outcome = try apply(notification, to: &order, scope: scope, in: tx) { order, decision in
             notificationID = try insertNotification(
                 tx, request: request, verdict: decision.verdict,
                 reason: decision.flag?.rawValue, reasonDetail: decision.explanation,
@@ -69,7 +68,7 @@ enum Recorder {
         if case .registers(let key) = notification.link, let registered = order {
             let inserted = try registerLink(db, scope: scope, key: key, orderID: registered.id)
             if inserted {
-                order = try applyWaitingNotifications(tx, scope: scope, key: key, order: registered, now: now)
+                order = try applyWaitingNotifications(tx, scope: scope, key: key, order: registered)
             }
         }
         return RecordOutcome(
@@ -85,10 +84,9 @@ enum Recorder {
         to order: inout OrderRow?,
         scope: Scope,
         in tx: WriteContext,
-        now: String,
         store: (OrderRow?, Decision) throws -> Int64
     ) throws -> Decision {
-        let db = tx.db
+        let (db, now) = (tx.db, tx.now)
         var refundCounted = false
         if case .refund(let info) = notification.effect, let refundID = info.refundID, let existing = order {
             refundCounted = try Bool.fetchOne(
@@ -113,8 +111,7 @@ enum Recorder {
             } else if let orderRef = notification.orderRef {
                 order = try OrderRow.insert(
                     tx, scope: scope, orderRef: orderRef, state: newState, amount: decision.orderAmount,
-                    refundedMinor: decision.refundedMinor ?? 0, providerTxnID: txnID ?? notification.providerTxnID,
-                    now: now
+                    refundedMinor: decision.refundedMinor ?? 0, providerTxnID: txnID ?? notification.providerTxnID
                 )
             }
         } else if order == nil, let orderRef = notification.orderRef {
@@ -125,7 +122,7 @@ enum Recorder {
             order = try OrderRow.insert(
                 tx, scope: scope, orderRef: orderRef, state: .expected,
                 amount: notification.describesThePayment ? notification.amount : nil,
-                refundedMinor: 0, providerTxnID: txnID, now: now
+                refundedMinor: 0, providerTxnID: txnID
             )
         }
         if let flag = decision.flag, var existing = order, !existing.flags.contains(flag.rawValue) {
@@ -150,7 +147,7 @@ enum Recorder {
     /// Applies, in arrival order, the captures and refunds that waited for payment `key`;
     /// returns the order as they left it.
     private static func applyWaitingNotifications(
-        _ tx: WriteContext, scope: Scope, key: String, order: OrderRow, now: String
+        _ tx: WriteContext, scope: Scope, key: String, order: OrderRow
     ) throws -> OrderRow {
         let db = tx.db
         let waiting = try Row.fetchAll(
@@ -167,7 +164,7 @@ enum Recorder {
                 throw StoreError(message: "unlinked notification \(id) has no stored effect")
             }
             let notification = try JSONDecoder().decode(VerifiedNotification.self, from: Data(json.utf8))
-            _ = try apply(notification, to: &current, scope: scope, in: tx, now: now) { order, decision in
+            _ = try apply(notification, to: &current, scope: scope, in: tx) { order, decision in
                 try db.cachedStatement(sql: """
                     UPDATE notifications SET verdict = ?, reason = ?, reason_detail = ?, order_id = ?, order_ref = ?,
                     pending_effect = NULL WHERE id = ?
