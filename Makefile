@@ -18,12 +18,10 @@ build: deps
 
 # The production binary (.build/release/ipnd): optimised, with the Swift runtime and Foundation
 # linked in, so the server needs no Swift toolchain, and ~6 MB less resident memory than
-# loading them as shared libraries (docs/benchmarks.md, "Memory").
-# Only ipnd's own product: a whole-package build would also link GRDB's optional dynamic
-# library, which cannot take the static runtime.
-RELEASE_FLAGS := -c release --static-swift-stdlib
+# loading them as shared libraries (docs/benchmarks.md, "Memory"). scripts/build-release.sh
+# holds the flags make bench and make profile build with too.
 release: deps
-	$(SWIFT) build $(RELEASE_FLAGS) --product ipnd
+	scripts/build-release.sh ipnd
 
 # Git keeps no permission bits but the executable one: the dev config holds (fake) secrets
 # inline, and ipnd refuses secrets that group or others can read. The dev config keeps its

@@ -22,14 +22,7 @@ LOG_LEVEL=${LOG_LEVEL:-info}
 
 scripts/install-system-packages.sh libssl-dev libsqlite3-dev pkg-config wrk sqlite3
 # The same build as `make release`, the one deploy/README.md installs.
-for product in ipnd ipnd-bench; do
-    if ! swift build -c release --static-swift-stdlib --product "$product" > /tmp/ipnd-bench-build.log 2>&1; then
-        cat /tmp/ipnd-bench-build.log >&2
-        echo "bench: the release build of $product failed" >&2
-        exit 1
-    fi
-done
-BIN=$(swift build -c release --static-swift-stdlib --show-bin-path)
+BIN=$(scripts/build-release.sh ipnd ipnd-bench)
 
 WORK=$(mktemp -d /tmp/ipnd-bench.XXXXXX)
 STORE="$WORK/ipnd.sqlite"

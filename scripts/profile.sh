@@ -9,9 +9,11 @@
 # for a fixed time and divides the instructions executed by the requests answered:
 #   1. unique notifications across all five providers (generated like make bench);
 #   2. /healthz, the HTTP stack alone.
-# Prints both figures, their ratio, and the functions (ipnd's and its libraries') with the most
-# inclusive instructions per notification. callgrind serialises threads, so group-commit
-# batches are small and wall-clock figures under it mean nothing; the counts do.
+# Prints both figures, their ratio, each stage's inclusive count per notification (verification,
+# RSA, stored headers, the writer, SQLite, the log line, HTTP parsing) and the functions
+# (ipnd's and its libraries') with the most instructions of their own. callgrind serialises
+# threads, so group-commit batches are small and wall-clock figures under it mean nothing; the
+# counts do.
 #
 # Knobs (environment): DURATION=15 CONNECTIONS=16 PORT=18190 TOP=40 BINARY=<ipnd to profile>
 #                      KEEP=1 (keep the work directory with the callgrind files)
@@ -25,14 +27,7 @@ OPS_PORT=$((PORT + 1))
 TOP=${TOP:-40}
 
 scripts/install-system-packages.sh libssl-dev libsqlite3-dev pkg-config wrk sqlite3 valgrind
-for product in ipnd ipnd-bench; do
-    if ! swift build -c release --static-swift-stdlib --product "$product" > /tmp/ipnd-profile-build.log 2>&1; then
-        cat /tmp/ipnd-profile-build.log >&2
-        echo "profile: the release build of $product failed" >&2
-        exit 1
-    fi
-done
-BIN=$(swift build -c release --static-swift-stdlib --show-bin-path)
+BIN=$(scripts/build-release.sh ipnd ipnd-bench)
 
 WORK=$(mktemp -d /tmp/ipnd-profile.XXXXXX)
 cleanup() {
