@@ -4,7 +4,8 @@
 # Builds release, starts ipnd on a fresh store, pre-generates COUNT unique signed notifications
 # across all five providers, measures the /healthz ceiling, replays the notifications with wrk
 # (unique pass), replays already-seen ones (duplicate pass), then checks the store: one applied
-# notification per unique request, no dedup key applied twice, integrity_check ok.
+# notification per unique request, no dedup key applied twice, integrity_check ok. Each pass also
+# reports ipnd's and wrk's CPU per request and how much of the machine stayed idle.
 #
 # Knobs (environment): COUNT=200000 DURATION=10 CONNECTIONS=64 THREADS=2 PORT=18180 MAX_BATCH=256
 #                      LOG_LEVEL=info KEEP=1 (keep the work directory)
@@ -52,13 +53,33 @@ IDLE_RSS_KB=$(awk '/VmRSS/ {print $2}' "/proc/$PID/status")
 
 field() { sed -n "s/.*[ ]$1=\([^ ]*\).*/\1/p" <<<"$2" | head -1; }
 
+# pass WRK_ARGS...: one wrk run; prints its RESULT line with where the machine's CPU went
+# meanwhile appended: ipnd's and wrk's CPU per answered request (user + system) and the share
+# of both cores left idle (idle + iowait in /proc/stat). Idle CPU while 64 connections wait
+# means the requests are waiting on something other than the processor.
+cpu_ticks() { awk '/^cpu / { print $2+$3+$4+$5+$6+$7+$8+$9, $5+$6 }' /proc/stat; }
+pass() {
+    local total0 idle0 total1 idle1 ipnd0 ipnd1 result
+    read -r total0 idle0 < <(cpu_ticks)
+    ipnd0=$(awk '{ print $14 + $15 }' "/proc/$PID/stat")
+    { TIMEFORMAT='%U %S'; time wrk "$@" >"$WORK/wrk.out"; } 2>"$WORK/wrk.time"
+    ipnd1=$(awk '{ print $14 + $15 }' "/proc/$PID/stat")
+    read -r total1 idle1 < <(cpu_ticks)
+    result=$(grep '^RESULT' "$WORK/wrk.out")
+    echo "$result $(awk -v n="$(field requests " $result")" -v hz="$(getconf CLK_TCK)" -v ipnd=$((ipnd1 - ipnd0)) \
+        -v total=$((total1 - total0)) -v idle=$((idle1 - idle0)) -v wrk="$(tail -1 "$WORK/wrk.time")" 'BEGIN {
+        split(wrk, w, " ")
+        printf "ipnd_cpu_us=%.0f wrk_cpu_us=%.0f idle_pct=%.1f", (n > 0 ? ipnd / hz / n * 1e6 : 0),
+            (n > 0 ? (w[1] + w[2]) / n * 1e6 : 0), (total > 0 ? 100 * idle / total : 0) }')"
+}
+
 echo "== /healthz ceiling: wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s"
-HEALTH=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" -s bench/healthz.lua "http://127.0.0.1:$PORT/healthz" | grep '^RESULT')
+HEALTH=$(pass -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" -s bench/healthz.lua "http://127.0.0.1:$PORT/healthz")
 echo "$HEALTH"
 
 echo "== unique notifications: wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s"
-UNIQUE=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" -s bench/replay.lua "http://127.0.0.1:$PORT" \
-    -- "$WORK/requests.bin" "$THREADS" | grep '^RESULT')
+UNIQUE=$(pass -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" -s bench/replay.lua "http://127.0.0.1:$PORT" \
+    -- "$WORK/requests.bin" "$THREADS")
 echo "$UNIQUE"
 PEAK_UNIQUE_KB=$(awk '/VmHWM/ {print $2}' "/proc/$PID/status")
 
@@ -66,8 +87,8 @@ PEAK_UNIQUE_KB=$(awk '/VmHWM/ {print $2}' "/proc/$PID/status")
 LIMIT=$(( $(field min_issued_per_thread "$UNIQUE") - CONNECTIONS ))
 [ "$LIMIT" -gt 0 ] || LIMIT=1
 echo "== duplicate notifications (first $LIMIT per thread, replayed): wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s"
-DUPLICATE=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" -s bench/replay.lua "http://127.0.0.1:$PORT" \
-    -- "$WORK/requests.bin" "$THREADS" "$LIMIT" | grep '^RESULT')
+DUPLICATE=$(pass -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" -s bench/replay.lua "http://127.0.0.1:$PORT" \
+    -- "$WORK/requests.bin" "$THREADS" "$LIMIT")
 echo "$DUPLICATE"
 PEAK_KB=$(awk '/VmHWM/ {print $2}' "/proc/$PID/status")
 
@@ -96,6 +117,7 @@ if [ "$DOUBLES" != 0 ] || [ "$APPLIED" != "$DISTINCT" ] || [ "$OTHER" != 0 ] || 
 fi
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f%%", (b > 0 ? 100 * a / b : 0) }'; }
+cpu() { echo "$(field ipnd_cpu_us "$1") / $(field wrk_cpu_us "$1") us, $(field idle_pct "$1") %"; }
 mb() { awk -v k="$1" 'BEGIN { printf "%.1f MB", k / 1024 }'; }
 cat <<EOF
 
@@ -104,6 +126,7 @@ cat <<EOF
 /healthz ceiling     $(printf '%12s %8s %8s %9s %8s %7s' "$(field rps "$HEALTH")" "$(field p50_ms "$HEALTH")" "$(field p99_ms "$HEALTH")" "$(field p999_ms "$HEALTH")" "$(field non2xx "$HEALTH")" "$(( $(field connect_errors "$HEALTH") + $(field read_errors "$HEALTH") + $(field write_errors "$HEALTH") + $(field timeouts "$HEALTH") ))")
 unique notifications $(printf '%12s %8s %8s %9s %8s %7s' "$(field rps "$UNIQUE")" "$(field p50_ms "$UNIQUE")" "$(field p99_ms "$UNIQUE")" "$(field p999_ms "$UNIQUE")" "$(field non2xx "$UNIQUE")" "$(( $(field connect_errors "$UNIQUE") + $(field read_errors "$UNIQUE") + $(field write_errors "$UNIQUE") + $(field timeouts "$UNIQUE") ))")
 duplicate pass       $(printf '%12s %8s %8s %9s %8s %7s' "$(field rps "$DUPLICATE")" "$(field p50_ms "$DUPLICATE")" "$(field p99_ms "$DUPLICATE")" "$(field p999_ms "$DUPLICATE")" "$(field non2xx "$DUPLICATE")" "$(( $(field connect_errors "$DUPLICATE") + $(field read_errors "$DUPLICATE") + $(field write_errors "$DUPLICATE") + $(field timeouts "$DUPLICATE") ))")
+CPU per request      ipnd / wrk / machine idle: /healthz $(cpu "$HEALTH"); unique $(cpu "$UNIQUE"); duplicate $(cpu "$DUPLICATE")
 unique / ceiling     $(ratio "$(field rps "$UNIQUE")" "$(field rps "$HEALTH")")
 duplicate / ceiling  $(ratio "$(field rps "$DUPLICATE")" "$(field rps "$HEALTH")")
 RSS                  idle $(mb "$IDLE_RSS_KB"), peak after unique pass $(mb "$PEAK_UNIQUE_KB"), peak $(mb "$PEAK_KB")
