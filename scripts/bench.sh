@@ -65,7 +65,11 @@ pass() {
     { TIMEFORMAT='%U %S'; time wrk "$@" >"$WORK/wrk.out"; } 2>"$WORK/wrk.time"
     ipnd1=$(awk '{ print $14 + $15 }' "/proc/$PID/stat")
     read -r total1 idle1 < <(cpu_ticks)
-    result=$(grep '^RESULT' "$WORK/wrk.out")
+    if ! result=$(grep '^RESULT' "$WORK/wrk.out"); then
+        echo "wrk gave no result:" >&2
+        cat "$WORK/wrk.out" "$WORK/wrk.time" >&2
+        return 1
+    fi
     echo "$result $(awk -v n="$(field requests " $result")" -v hz="$(getconf CLK_TCK)" -v ipnd=$((ipnd1 - ipnd0)) \
         -v total=$((total1 - total0)) -v idle=$((idle1 - idle0)) -v wrk="$(tail -1 "$WORK/wrk.time")" 'BEGIN {
         split(wrk, w, " ")
