@@ -43,11 +43,7 @@ echo "== generating $COUNT signed notifications"
 echo "== starting ipnd (release) on 127.0.0.1:$PORT, store $STORE, max_batch $MAX_BATCH, log level $LOG_LEVEL"
 "$BIN/ipnd" serve --config config/ipnd.dev.yaml 2>"$WORK/ipnd.log" &
 PID=$!
-for _ in $(seq 1 100); do
-    curl -fs "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && break
-    sleep 0.1
-done
-curl -fs "http://127.0.0.1:$PORT/readyz" >/dev/null
+scripts/wait-ready.sh "$PORT" 10
 sleep 1
 IDLE_RSS_KB=$(awk '/VmRSS/ {print $2}' "/proc/$PID/status")
 
@@ -70,7 +66,7 @@ pass() {
         cat "$WORK/wrk.out" "$WORK/wrk.time" >&2
         return 1
     fi
-    echo "$result $(awk -v n="$(field requests " $result")" -v hz="$(getconf CLK_TCK)" -v ipnd=$((ipnd1 - ipnd0)) \
+    echo "$result $(awk -v n="$(field requests "$result")" -v hz="$(getconf CLK_TCK)" -v ipnd=$((ipnd1 - ipnd0)) \
         -v total=$((total1 - total0)) -v idle=$((idle1 - idle0)) -v wrk="$(tail -1 "$WORK/wrk.time")" 'BEGIN {
         split(wrk, w, " ")
         printf "ipnd_cpu_us=%.0f wrk_cpu_us=%.0f idle_pct=%.1f", (n > 0 ? ipnd / hz / n * 1e6 : 0),

@@ -50,11 +50,7 @@ profile_pass() {
     valgrind --tool=callgrind --callgrind-out-file="$WORK/$name.%p" --dump-instr=no \
         "$WORK/ipnd" serve --config config/ipnd.dev.yaml 2>"$WORK/$name.log" &
     PID=$!
-    for _ in $(seq 1 120); do
-        curl -fs "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && break
-        sleep 0.5
-    done
-    curl -fs "http://127.0.0.1:$PORT/readyz" >/dev/null
+    scripts/wait-ready.sh "$PORT" 60  # valgrind starts ipnd ~50x slower
     callgrind_control -z "$PID" >/dev/null
     local result
     result=$(wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" "$@" | sed -n 's/.*requests=\([0-9]*\).*/\1/p; s/^ *\([0-9]*\) requests in.*/\1/p' | head -1)
