@@ -46,9 +46,19 @@ public final class Daemon: Sendable {
         metricsRegistry = MetricsRegistry()
         let metrics = metricsRegistry.server
         self.metrics = metrics
-        inbox = Inbox(store: store, maxBatch: config.store.maxBatch) { size, seconds, failed in
-            metrics.commit(batchSize: size, seconds: seconds, failed: failed)
-        }
+        inbox = Inbox(
+            store: store, maxBatch: config.store.maxBatch,
+            commitObserver: { size, seconds, failed in
+                metrics.commit(batchSize: size, seconds: seconds, failed: failed)
+            },
+            checkpointObserver: { [logger] seconds, error in
+                metrics.checkpoint(seconds: seconds, failed: error != nil)
+                if let error {
+                    logger.warning("WAL checkpoint failed; the commits stay in the WAL, retried after the next batch",
+                                   metadata: ["error": "\(error)"])
+                }
+            }
+        )
     }
 
     /// Serves until one of `signals` arrives or `shutdown()` is called, then drains in-flight

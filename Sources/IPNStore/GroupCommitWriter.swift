@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import GRDB
+import GRDBSQLite
 import IPNCore
 
 /// The store's only writer. Each call waits in a queue; the writer takes every job waiting at
@@ -12,14 +13,23 @@ import IPNCore
 /// Semantics are those of one transaction per job: jobs run sequentially, each seeing the
 /// effects of the ones before it. If a batch fails, its jobs are retried one transaction each,
 /// so one failing job cannot take the others down with it.
+///
+/// The writer also copies the WAL back into the database file (a PASSIVE checkpoint) once it
+/// holds `checkpointFrames` frames, as SQLite's automatic checkpoint would, but only after the
+/// batch that crossed the threshold has been acknowledged: SQLite's own runs inside that
+/// batch's COMMIT and held its acknowledgements back by the length of the copy and its fsync.
 final class GroupCommitWriter: Sendable {
     private let pool: DatabasePool
     let maxBatch: Int
     /// The longest a batch gathers jobs under load (never when the writer was idle).
     let gatherWait: Duration
+    /// The WAL length, in frames, past which the writer checkpoints after a batch.
+    let checkpointFrames: Int32
+    private let walLength: WALLength
     private let state = Locked(State())
     private let queue = DispatchQueue(label: "ipnd.store.writer", qos: .userInitiated)
     private let observer: (@Sendable (_ batchSize: Int, _ seconds: Double, _ failed: Bool) -> Void)?
+    private let checkpointObserver: (@Sendable (_ seconds: Double, _ error: StoreError?) -> Void)?
 
     private struct State {
         var waiting: [Job] = []
@@ -31,12 +41,17 @@ final class GroupCommitWriter: Sendable {
         pool: DatabasePool,
         maxBatch: Int,
         gatherWait: Duration = .zero,
-        observer: (@Sendable (_ batchSize: Int, _ seconds: Double, _ failed: Bool) -> Void)? = nil
+        checkpointFrames: Int32 = 1000,
+        observer: (@Sendable (_ batchSize: Int, _ seconds: Double, _ failed: Bool) -> Void)? = nil,
+        checkpointObserver: (@Sendable (_ seconds: Double, _ error: StoreError?) -> Void)? = nil
     ) {
         self.pool = pool
         self.maxBatch = max(1, maxBatch)
         self.gatherWait = max(.zero, gatherWait)
+        self.checkpointFrames = max(1, checkpointFrames)
         self.observer = observer
+        self.checkpointObserver = checkpointObserver
+        walLength = WALLength.install(on: pool)
     }
 
     /// Runs `operation` inside a write transaction and returns its result once committed.
@@ -148,6 +163,7 @@ final class GroupCommitWriter: Sendable {
             }
             observe(batch.count, since: started, failed: false)
             for job in batch { job.finish(nil) }
+            checkpointIfDue()
         } catch {
             observe(batch.count, since: started, failed: true)
             guard batch.count > 1 else {
@@ -158,9 +174,48 @@ final class GroupCommitWriter: Sendable {
         }
     }
 
+    /// Copies the WAL into the database file once it has grown past `checkpointFrames`. The next
+    /// write transaction then starts the log over, unless a reader still uses part of it (then
+    /// this runs again after the next batch, copying what it can, as SQLite's own would). A
+    /// failed copy loses nothing: the commits are in the WAL, and the next attempt retries it.
+    private func checkpointIfDue() {
+        guard walLength.frames >= checkpointFrames else { return }
+        let started = DispatchTime.now().uptimeNanoseconds
+        var failure: StoreError?
+        do {
+            try pool.writeWithoutTransaction { db in _ = try db.checkpoint(.passive) }
+        } catch {
+            failure = StoreError(error, doing: "checkpoint the WAL")
+        }
+        checkpointObserver?(Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9, failure)
+    }
+
     private func observe(_ count: Int, since started: UInt64, failed: Bool) {
         guard let observer else { return }
         observer(count, Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9, failed)
+    }
+}
+
+/// The WAL's length in frames after the writer connection's last commit, as SQLite's WAL hook
+/// reports it. Installing the hook turns SQLite's automatic checkpoint off for that connection
+/// (the automatic checkpoint is itself a WAL hook); the writer checkpoints instead.
+private final class WALLength: @unchecked Sendable {
+    /// Written by the hook inside the writer's commits and read by the writer between them,
+    /// always on the writer connection's queue.
+    var frames: Int32 = 0
+
+    static func install(on pool: DatabasePool) -> WALLength {
+        let length = WALLength()
+        // Retained for as long as the connection may call the hook: the pool can outlive the
+        // writer, and a dangling context would be worse than these few bytes.
+        let context = Unmanaged.passRetained(length).toOpaque()
+        pool.writeWithoutTransaction { db in
+            _ = sqlite3_wal_hook(db.sqliteConnection, { context, _, _, frames in
+                if let context { Unmanaged<WALLength>.fromOpaque(context).takeUnretainedValue().frames = frames }
+                return SQLITE_OK
+            }, context)
+        }
+        return length
     }
 }
 

@@ -15,6 +15,8 @@ public struct ServerMetrics: Sendable {
     let commitDuration: Timer
     let commitBatchSize: Recorder
     let commitFailures: Counter
+    let checkpointDuration: Timer
+    let checkpointFailures: Counter
     private let timeouts: Counter
 
     /// - Parameter factory: where the instruments live (the daemon's own Prometheus registry;
@@ -37,6 +39,8 @@ public struct ServerMetrics: Sendable {
         commitDuration = Timer(label: "ipnd_store_commit_duration_seconds", preferredDisplayUnit: .seconds, factory: factory)
         commitBatchSize = Recorder(label: "ipnd_store_commit_batch_size", aggregate: true, factory: factory)
         commitFailures = Counter(label: "ipnd_store_commit_failures_total", factory: factory)
+        checkpointDuration = Timer(label: "ipnd_store_checkpoint_duration_seconds", preferredDisplayUnit: .seconds, factory: factory)
+        checkpointFailures = Counter(label: "ipnd_store_checkpoint_failures_total", factory: factory)
         timeouts = Counter(label: "ipnd_request_timeouts_total", factory: factory)
     }
 
@@ -57,5 +61,11 @@ public struct ServerMetrics: Sendable {
         commitDuration.recordNanoseconds(Int64(seconds * 1e9))
         commitBatchSize.record(batchSize)
         if failed { commitFailures.increment() }
+    }
+
+    /// Feeds the store's checkpoint observer.
+    func checkpoint(seconds: Double, failed: Bool) {
+        checkpointDuration.recordNanoseconds(Int64(seconds * 1e9))
+        if failed { checkpointFailures.increment() }
     }
 }
