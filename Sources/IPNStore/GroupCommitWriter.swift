@@ -14,10 +14,13 @@ import IPNCore
 /// effects of the ones before it. If a batch fails, its jobs are retried one transaction each,
 /// so one failing job cannot take the others down with it.
 ///
-/// The writer also copies the WAL back into the database file (a PASSIVE checkpoint) once it
-/// holds `checkpointFrames` frames, as SQLite's automatic checkpoint would, but only after the
-/// batch that crossed the threshold has been acknowledged: SQLite's own runs inside that
-/// batch's COMMIT and held its acknowledgements back by the length of the copy and its fsync.
+/// The WAL is copied back into the database file (PASSIVE checkpoints) once it holds
+/// `checkpointFrames` frames, as SQLite's automatic checkpoint would, but never inside a
+/// commit: SQLite's own runs inside the COMMIT that crosses the threshold and held that batch's
+/// acknowledgements, and every job behind them, back for the copy and the database fsync. The
+/// copy runs on a `BackgroundCheckpointer` while the writer goes on committing; the writer
+/// itself, after acknowledging a batch, copies only what was committed during that pass, so
+/// that its next transaction starts the WAL over.
 final class GroupCommitWriter: Sendable {
     private let pool: DatabasePool
     let maxBatch: Int
@@ -26,6 +29,7 @@ final class GroupCommitWriter: Sendable {
     /// The WAL length, in frames, past which the writer checkpoints after a batch.
     let checkpointFrames: Int32
     private let walLength: WALLength
+    private let background: BackgroundCheckpointer?
     private let state = Locked(State())
     private let queue = DispatchQueue(label: "ipnd.store.writer", qos: .userInitiated)
     private let observer: (@Sendable (_ batchSize: Int, _ seconds: Double, _ failed: Bool) -> Void)?
@@ -42,6 +46,7 @@ final class GroupCommitWriter: Sendable {
         maxBatch: Int,
         gatherWait: Duration = .zero,
         checkpointFrames: Int32 = 1000,
+        backgroundCheckpoints: Bool = true,
         observer: (@Sendable (_ batchSize: Int, _ seconds: Double, _ failed: Bool) -> Void)? = nil,
         checkpointObserver: (@Sendable (_ seconds: Double, _ error: StoreError?) -> Void)? = nil
     ) {
@@ -52,6 +57,7 @@ final class GroupCommitWriter: Sendable {
         self.observer = observer
         self.checkpointObserver = checkpointObserver
         walLength = WALLength.install(on: pool)
+        background = backgroundCheckpoints ? BackgroundCheckpointer(path: pool.path, observer: checkpointObserver) : nil
     }
 
     /// Runs `operation` inside a write transaction and returns its result once committed.
@@ -87,11 +93,12 @@ final class GroupCommitWriter: Sendable {
         state.withLock { $0.closed = true }
     }
 
-    /// Waits until every job accepted so far has finished.
+    /// Waits until every job accepted so far has finished, and any checkpoint pass with them.
     func drain() async {
         while state.withLock({ $0.draining || !$0.waiting.isEmpty }) {
             try? await Task.sleep(for: .milliseconds(5))
         }
+        await background?.finish()
     }
 
     private func enqueue(_ job: Job) {
@@ -174,12 +181,27 @@ final class GroupCommitWriter: Sendable {
         }
     }
 
-    /// Copies the WAL into the database file once it has grown past `checkpointFrames`. The next
-    /// write transaction then starts the log over, unless a reader still uses part of it (then
-    /// this runs again after the next batch, copying what it can, as SQLite's own would). A
-    /// failed copy loses nothing: the commits are in the WAL, and the next attempt retries it.
+    /// Once the WAL has grown past `checkpointFrames`: starts a background pass, or, when one has
+    /// finished, copies what was committed during it, so that the next write transaction starts
+    /// the log over (unless a reader still uses part of it: then the cycle runs again, as
+    /// SQLite's own checkpoint would). A failed copy loses nothing: the commits are in the WAL,
+    /// and the next pass retries it.
     private func checkpointIfDue() {
-        guard walLength.frames >= checkpointFrames else { return }
+        guard walLength.frames >= checkpointFrames else {
+            background?.reset()
+            return
+        }
+        if let background {
+            switch background.current {
+            case .idle:
+                background.start()
+                return
+            case .running:
+                return
+            case .finished:
+                background.reset()
+            }
+        }
         let started = DispatchTime.now().uptimeNanoseconds
         var failure: StoreError?
         do {
