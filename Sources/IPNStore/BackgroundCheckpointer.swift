@@ -40,16 +40,24 @@ final class BackgroundCheckpointer: Sendable {
     func start() {
         phase.withLock { $0 = .running }
         queue.async { [self] in
-            let started = DispatchTime.now().uptimeNanoseconds
-            var failure: StoreError?
-            do {
-                try connection.writeWithoutTransaction { db in _ = try db.checkpoint(.passive) }
-            } catch {
-                failure = StoreError(error, doing: "checkpoint the WAL")
-            }
-            observer?(Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9, failure)
+            Self.checkpoint(on: connection, observer: observer)
             phase.withLock { $0 = .finished }
         }
+    }
+
+    /// One PASSIVE checkpoint on `connection`, timed and reported to `observer`.
+    static func checkpoint(
+        on connection: some DatabaseWriter,
+        observer: (@Sendable (_ seconds: Double, _ error: StoreError?) -> Void)?
+    ) {
+        let started = DispatchTime.now().uptimeNanoseconds
+        var failure: StoreError?
+        do {
+            try connection.writeWithoutTransaction { db in _ = try db.checkpoint(.passive) }
+        } catch {
+            failure = StoreError(error, doing: "checkpoint the WAL")
+        }
+        observer?(Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9, failure)
     }
 
     /// The writer has taken over from a finished pass (or the WAL started over).

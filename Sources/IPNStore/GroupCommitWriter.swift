@@ -202,14 +202,7 @@ final class GroupCommitWriter: Sendable {
                 background.reset()
             }
         }
-        let started = DispatchTime.now().uptimeNanoseconds
-        var failure: StoreError?
-        do {
-            try pool.writeWithoutTransaction { db in _ = try db.checkpoint(.passive) }
-        } catch {
-            failure = StoreError(error, doing: "checkpoint the WAL")
-        }
-        checkpointObserver?(Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9, failure)
+        BackgroundCheckpointer.checkpoint(on: pool, observer: checkpointObserver)
     }
 
     private func observe(_ count: Int, since started: UInt64, failed: Bool) {
