@@ -16,6 +16,9 @@ struct MetricsTests {
         #expect(before.first { $0.name == "ipnd_build_info" }?.labels["version"]?.isEmpty == false)
         #expect(before.value("ipnd_orders", ["state": "paid"]) == 0)
         let commitsBefore = before.value("ipnd_store_commit_duration_seconds_count") ?? 0
+        // Checkpoints start at 1000 WAL frames, far beyond this test; their instruments exist from the start.
+        #expect(before.value("ipnd_store_checkpoint_duration_seconds_count") == 0)
+        #expect(before.value("ipnd_store_checkpoint_failures_total") == 0)
 
         try await daemon.deliver("unlimint", order: "MET-1", status: "COMPLETED", uid: "m1")
         try await daemon.deliver("unlimint", order: "MET-1", status: "COMPLETED", uid: "m1")  // duplicate
