@@ -54,7 +54,7 @@ public final class Daemon: Sendable {
             checkpointObserver: { [logger] seconds, error in
                 metrics.checkpoint(seconds: seconds, failed: error != nil)
                 if let error {
-                    logger.warning("WAL checkpoint failed; the commits stay in the WAL, retried after the next batch",
+                    logger.warning("WAL checkpoint failed; the commits stay in the WAL and the copy is retried",
                                    metadata: ["error": "\(error)"])
                 }
             }

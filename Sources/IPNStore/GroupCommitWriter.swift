@@ -214,10 +214,12 @@ final class GroupCommitWriter: Sendable {
 /// The WAL's length in frames after the writer connection's last commit, as SQLite's WAL hook
 /// reports it. Installing the hook turns SQLite's automatic checkpoint off for that connection
 /// (the automatic checkpoint is itself a WAL hook); the writer checkpoints instead.
-private final class WALLength: @unchecked Sendable {
-    /// Written by the hook inside the writer's commits and read by the writer between them,
-    /// always on the writer connection's queue.
-    var frames: Int32 = 0
+private final class WALLength: Sendable {
+    /// Set by the hook inside every commit on the connection (the writer's, and any other
+    /// caller's of the pool), read by the writer between batches.
+    private let length = Locked<Int32>(0)
+
+    var frames: Int32 { length.withLock { $0 } }
 
     static func install(on pool: DatabasePool) -> WALLength {
         let length = WALLength()
@@ -226,7 +228,7 @@ private final class WALLength: @unchecked Sendable {
         let context = Unmanaged.passRetained(length).toOpaque()
         pool.writeWithoutTransaction { db in
             _ = sqlite3_wal_hook(db.sqliteConnection, { context, _, _, frames in
-                if let context { Unmanaged<WALLength>.fromOpaque(context).takeUnretainedValue().frames = frames }
+                if let context { Unmanaged<WALLength>.fromOpaque(context).takeUnretainedValue().length.withLock { $0 = frames } }
                 return SQLITE_OK
             }, context)
         }
