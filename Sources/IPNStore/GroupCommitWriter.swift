@@ -22,13 +22,14 @@ import IPNCore
 /// itself, after acknowledging a batch, copies only what was committed during that pass, so
 /// that its next transaction starts the WAL over.
 final class GroupCommitWriter: Sendable {
-    private let pool: DatabasePool
+    /// Held, not just its pool: the store owns the WAL hook's context.
+    private let store: Store
+    private var pool: DatabasePool { store.pool }
     let maxBatch: Int
     /// The longest a batch gathers jobs under load (never when the writer was idle).
     let gatherWait: Duration
     /// The WAL length, in frames, past which the writer checkpoints after a batch.
     let checkpointFrames: Int32
-    private let walLength: WALLength
     private let background: BackgroundCheckpointer?
     private let state = Locked(State())
     private let queue = DispatchQueue(label: "ipnd.store.writer", qos: .userInitiated)
@@ -42,7 +43,7 @@ final class GroupCommitWriter: Sendable {
     }
 
     init(
-        pool: DatabasePool,
+        store: Store,
         maxBatch: Int,
         gatherWait: Duration = .zero,
         checkpointFrames: Int32 = 1000,
@@ -50,14 +51,13 @@ final class GroupCommitWriter: Sendable {
         observer: (@Sendable (_ batchSize: Int, _ seconds: Double, _ failed: Bool) -> Void)? = nil,
         checkpointObserver: (@Sendable (_ seconds: Double, _ error: StoreError?) -> Void)? = nil
     ) {
-        self.pool = pool
+        self.store = store
         self.maxBatch = max(1, maxBatch)
         self.gatherWait = max(.zero, gatherWait)
         self.checkpointFrames = max(1, checkpointFrames)
         self.observer = observer
         self.checkpointObserver = checkpointObserver
-        walLength = WALLength.install(on: pool)
-        background = backgroundCheckpoints ? BackgroundCheckpointer(path: pool.path, observer: checkpointObserver) : nil
+        background = backgroundCheckpoints ? BackgroundCheckpointer(path: store.path, observer: checkpointObserver) : nil
     }
 
     /// Runs `operation` inside a write transaction and returns its result once committed.
@@ -187,7 +187,7 @@ final class GroupCommitWriter: Sendable {
     /// SQLite's own checkpoint would). A failed copy loses nothing: the commits are in the WAL,
     /// and the next pass retries it.
     private func checkpointIfDue() {
-        guard walLength.frames >= checkpointFrames else {
+        guard store.walLength.frames >= checkpointFrames else {
             background?.reset()
             return
         }
@@ -213,26 +213,25 @@ final class GroupCommitWriter: Sendable {
 
 /// The WAL's length in frames after the writer connection's last commit, as SQLite's WAL hook
 /// reports it. Installing the hook turns SQLite's automatic checkpoint off for that connection
-/// (the automatic checkpoint is itself a WAL hook); the writer checkpoints instead.
-private final class WALLength: Sendable {
-    /// Set by the hook inside every commit on the connection (the writer's, and any other
-    /// caller's of the pool), read by the writer between batches.
+/// (the automatic checkpoint is itself a WAL hook); the group-commit writer checkpoints instead.
+final class WALLength: Sendable {
+    /// Set by the hook inside every commit on the connection, read by the writer between
+    /// batches.
     private let length = Locked<Int32>(0)
 
     var frames: Int32 { length.withLock { $0 } }
 
-    static func install(on pool: DatabasePool) -> WALLength {
-        let length = WALLength()
-        // Retained for as long as the connection may call the hook: the pool can outlive the
-        // writer, and a dangling context would be worse than these few bytes.
-        let context = Unmanaged.passRetained(length).toOpaque()
+    /// Installs the hook on `pool`'s writer connection. The hook holds this object unretained:
+    /// its owner (the `Store`) must outlive every commit on the pool, which it does by owning
+    /// the pool.
+    init(installedOn pool: DatabasePool) {
+        let context = Unmanaged.passUnretained(self).toOpaque()
         pool.writeWithoutTransaction { db in
             _ = sqlite3_wal_hook(db.sqliteConnection, { context, _, _, frames in
                 if let context { Unmanaged<WALLength>.fromOpaque(context).takeUnretainedValue().length.withLock { $0 = frames } }
                 return SQLITE_OK
             }, context)
         }
-        return length
     }
 }
 

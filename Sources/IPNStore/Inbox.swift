@@ -23,7 +23,7 @@ public final class Inbox: Sendable {
     ) {
         self.store = store
         writer = GroupCommitWriter(
-            pool: store.pool, maxBatch: maxBatch, gatherWait: gatherWait, checkpointFrames: checkpointFrames,
+            store: store, maxBatch: maxBatch, gatherWait: gatherWait, checkpointFrames: checkpointFrames,
             observer: commitObserver, checkpointObserver: checkpointObserver
         )
     }

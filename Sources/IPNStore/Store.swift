@@ -6,6 +6,8 @@ public final class Store: Sendable {
     /// Where the file is.
     public let path: String
     let pool: DatabasePool
+    /// The WAL's length after the last commit (the writer's checkpoints go by it).
+    let walLength: WALLength
 
     /// Opens (creating if needed) and migrates the store for the daemon.
     public init(path: String) throws(StoreError) {
@@ -20,12 +22,15 @@ public final class Store: Sendable {
             try db.execute(sql: "PRAGMA synchronous = FULL")
             try db.execute(sql: "PRAGMA journal_size_limit = 67108864")
         }
+        let pool: DatabasePool
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
             try Schema.migrator.migrate(pool)
         } catch {
             throw StoreError(error, doing: "open \(path)")
         }
+        self.pool = pool
+        walLength = WALLength(installedOn: pool)
     }
 
     /// Runs `body` against a consistent read snapshot (the ops API, readiness checks).

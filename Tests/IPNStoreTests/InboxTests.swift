@@ -236,7 +236,7 @@ struct InboxTests {
         let base = try TemporaryStore(maxBatch: 1)
         let results = Locked<[StoreError?]>([])
         let writer = GroupCommitWriter(
-            pool: base.store.pool, maxBatch: 256, checkpointFrames: 32, backgroundCheckpoints: background,
+            store: base.store, maxBatch: 256, checkpointFrames: 32, backgroundCheckpoints: background,
             checkpointObserver: { _, error in results.withLock { $0.append(error) } }
         )
         // 800 notifications with 4 KB bodies: at least 3.2 MB of WAL frames if nothing were copied
