@@ -42,7 +42,7 @@ test: deps
 	@scripts/install-system-packages.sh $(TEST_PACKAGES)
 	chmod 600 config/ipnd.dev.yaml
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
+	scripts/with-tmpdir.sh $(SWIFT) test --skip-build
 
 # The whole suite under ThreadSanitizer, then AddressSanitizer (.build-tsan, .build-asan);
 # fails on a failed test or on any sanitizer report. SANITIZERS="thread" runs one.

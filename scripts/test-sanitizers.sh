@@ -40,7 +40,7 @@ for sanitizer in "${sanitizers[@]}"; do
     fi
     echo "== $sanitizer sanitizer: swift test ($variable=$options)" >&2
     test_status=0
-    env "$variable=$options" "$SWIFT" test --skip-build --sanitize="$sanitizer" --scratch-path "$scratch" \
+    env "$variable=$options" scripts/with-tmpdir.sh "$SWIFT" test --skip-build --sanitize="$sanitizer" --scratch-path "$scratch" \
         >"$scratch/test.log" 2>&1 || test_status=$?
     grep -E "^(✔|✘) Test run|recorded an issue|error:" "$scratch/test.log" | tail -20 >&2 || true
     report_files=$(find "$reports" -type f | sort)
