@@ -64,11 +64,4 @@ final class BackgroundCheckpointer: Sendable {
     func reset() {
         phase.withLock { if $0 == .finished { $0 = .idle } }
     }
-
-    /// Waits for a pass in progress, so that closing the store does not wait on it.
-    func finish() async {
-        while current == .running {
-            try? await Task.sleep(for: .milliseconds(2))
-        }
-    }
 }

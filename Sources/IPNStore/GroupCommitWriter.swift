@@ -95,10 +95,9 @@ final class GroupCommitWriter: Sendable {
 
     /// Waits until every job accepted so far has finished, and any checkpoint pass with them.
     func drain() async {
-        while state.withLock({ $0.draining || !$0.waiting.isEmpty }) {
+        while state.withLock({ $0.draining || !$0.waiting.isEmpty }) || background?.current == .running {
             try? await Task.sleep(for: .milliseconds(5))
         }
-        await background?.finish()
     }
 
     private func enqueue(_ job: Job) {

@@ -11,19 +11,16 @@ public final class Inbox: Sendable {
     ///   - maxBatch: the most jobs one commit carries; 1 gives one transaction per notification.
     ///   - gatherWait: under load (jobs queued while a commit ran), how long the next batch
     ///     may wait for more jobs; a job that finds the writer idle never waits.
-    ///   - checkpointFrames: the WAL length, in frames, past which the writer copies the WAL
-    ///     into the database file after acknowledging a batch (SQLite's default threshold).
     public init(
         store: Store,
         maxBatch: Int = 256,
         gatherWait: Duration = .milliseconds(1),
-        checkpointFrames: Int32 = 1000,
         commitObserver: (@Sendable (_ batchSize: Int, _ seconds: Double, _ failed: Bool) -> Void)? = nil,
         checkpointObserver: (@Sendable (_ seconds: Double, _ error: StoreError?) -> Void)? = nil
     ) {
         self.store = store
         writer = GroupCommitWriter(
-            store: store, maxBatch: maxBatch, gatherWait: gatherWait, checkpointFrames: checkpointFrames,
+            store: store, maxBatch: maxBatch, gatherWait: gatherWait,
             observer: commitObserver, checkpointObserver: checkpointObserver
         )
     }
