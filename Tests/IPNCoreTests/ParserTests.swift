@@ -133,3 +133,37 @@ struct JSONTextTests {
         #expect(decoded == text)
     }
 }
+
+@Suite("Request headers as verification reads them")
+struct RawRequestHeaderTests {
+    private func request(_ headers: [(String, String)]) -> RawRequest {
+        RawRequest(target: "/ipn/x", headers: headers.map { (name: $0.0, value: $0.1) }, body: [])
+    }
+
+    @Test("the media type is Content-Type without parameters or blanks, lowercased", arguments: [
+        ("application/json", "application/json"),
+        ("Application/JSON", "application/json"),
+        (" application/x-www-form-urlencoded ; charset=UTF-8", "application/x-www-form-urlencoded"),
+        ("\ttext/json\t", "text/json"),
+        ("TEXT/PLAIN;charset=utf-8", "text/plain"),
+        ("", ""),
+    ])
+    func mediaType(value: String, expected: String) {
+        #expect(request([("cOnTeNt-TyPe", value)]).mediaType == expected)
+    }
+
+    @Test("no Content-Type, no media type")
+    func noMediaType() {
+        #expect(request([("Content-Length", "2")]).mediaType == nil)
+    }
+
+    @Test("a header is found whatever its case; a repeated one is refused with its count")
+    func singleHeader() throws {
+        let signed = request([("Signature", "a"), ("client-id", "c")])
+        #expect(try signed.requiredHeader("signature") == "a")
+        #expect(try signed.singleHeader("request-time") == nil)
+        let repeated = request([("signature", "a"), ("X", "y"), ("SIGNATURE", "b"), ("Signature", "c")])
+        #expect(throws: Rejection(.repeatedHeader, "header signature appears 3 times")) { try repeated.requiredHeader("signature") }
+        #expect(throws: Rejection(.missingHeader, "header request-time is missing")) { try signed.requiredHeader("request-time") }
+    }
+}

@@ -30,9 +30,15 @@ public struct RawRequest: Sendable {
 
     /// The single value of header `name`; nil when absent, a rejection when repeated.
     public func singleHeader(_ name: String) throws(Rejection) -> String? {
-        let values = headerValues(name)
-        guard values.count <= 1 else { throw Rejection(.repeatedHeader, "header \(name) appears \(values.count) times") }
-        return values.first
+        // One pass and no arrays: this runs for several headers of every notification.
+        var found: String?
+        for header in headers where header.name.caseInsensitiveEquals(name) {
+            guard found == nil else {
+                throw Rejection(.repeatedHeader, "header \(name) appears \(headerValues(name).count) times")
+            }
+            found = header.value
+        }
+        return found
     }
 
     /// The single value of a header the provider always sends.
@@ -50,7 +56,10 @@ public struct RawRequest: Sendable {
             let isBlank = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
             while start < end, isBlank(bytes[start]) { start += 1 }
             while end > start, isBlank(bytes[end - 1]) { end -= 1 }
-            return String(decoding: bytes[start..<end].lazy.map(lowercasedASCII), as: UTF8.self)
+            let media = UnsafeBufferPointer(rebasing: bytes[start..<end])
+            // Usually already bare and lowercase: then the value itself, without a copy.
+            if media.count == bytes.count, !media.contains(where: { lowercasedASCII($0) != $0 }) { return value }
+            return String(decoding: media.map(lowercasedASCII), as: UTF8.self)
         }
     }
 
