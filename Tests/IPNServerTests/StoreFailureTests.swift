@@ -120,6 +120,65 @@ struct StoreFailureTests {
         try await daemon.stop()
         print("full disk (\(kind)): \(acked.count) acknowledged and \(refused.count) refused while full; all 40 applied after")
     }
+
+    @Test("another connection holds the write lock for less than the busy timeout: the notification waits, then is applied and acknowledged")
+    func briefWriteLock() async throws {
+        let daemon = try await TestDaemon.start()
+        let release = try await holdStoreWriteLock(path: daemon.config.store.path, seconds: 1.5)
+        let body = UnlimintRequests.body(order: "LK-1", id: "1", status: "COMPLETED")
+        let started = ContinuousClock.now
+        let answer = try await daemon.post("/ipn/unlimint", body: body, headers: UnlimintRequests.headers(for: body))
+        let waited = ContinuousClock.now - started
+        await release.value
+        #expect(answer.status == 200 && answer.text == "OK", "\(answer.status) \(answer.text)")
+        #expect(waited >= .milliseconds(1000), "answered after \(waited): the lock did not hold the writer")
+        #expect(try daemon.verdicts(orderRef: "LK-1") == ["applied"])
+        try await daemon.stop()
+    }
+
+    @Test("a write lock held past the request deadline: 408, the notification is committed once the lock goes, and the retry is a duplicate")
+    func writeLockPastDeadline() async throws {
+        let daemon = try await TestDaemon.start(serverYAML: "  request_timeout_seconds: 1")
+        let release = try await holdStoreWriteLock(path: daemon.config.store.path, seconds: 3)
+        let body = UnlimintRequests.body(order: "LK-2", id: "2", status: "COMPLETED")
+        let cut = try await daemon.post("/ipn/unlimint", body: body, headers: UnlimintRequests.headers(for: body))
+        #expect(cut.status == 408)
+        #expect(try daemon.count("SELECT COUNT(*) FROM notifications") == 0, "stored while the lock was held")
+        await release.value
+        // The request was read in full before the deadline: its write was queued and commits now.
+        var verdicts: [String] = []
+        for _ in 0..<50 where verdicts.isEmpty {
+            try await Task.sleep(for: .milliseconds(100))
+            verdicts = try daemon.verdicts(orderRef: "LK-2")
+        }
+        #expect(verdicts == ["applied"])
+        let retried = try await daemon.post("/ipn/unlimint", body: body, headers: UnlimintRequests.headers(for: body))
+        #expect(retried.status == 200 && retried.text == "OK")
+        #expect(try daemon.verdicts(orderRef: "LK-2") == ["applied", "duplicate"])
+        #expect(try daemon.orderState("LK-2") == "paid")
+        try await daemon.stop()
+    }
+}
+
+/// Holds the store's write lock (`BEGIN IMMEDIATE`) from a connection of its own, as an
+/// operator's `sqlite3` session would, for `seconds`, on a thread of its own. Returns once the
+/// lock is held; awaiting the returned task waits for its release.
+func holdStoreWriteLock(path: String, seconds: Double) async throws -> Task<Void, Never> {
+    let queue = try DatabaseQueue(path: path)
+    let (held, signalHeld) = AsyncStream<Void>.makeStream()
+    let released = Task {
+        await onDedicatedThread {
+            defer { signalHeld.finish() }  // also when the lock could not be taken: the checks then fail
+            try? queue.writeWithoutTransaction { db in
+                try db.execute(sql: "BEGIN IMMEDIATE")
+                signalHeld.yield()
+                Thread.sleep(forTimeInterval: seconds)
+                try db.execute(sql: "COMMIT")
+            }
+        }
+    }
+    for await _ in held { break }
+    return released
 }
 
 /// A small filesystem mounted for one test: a size-limited tmpfs, or an ext4 image on a loop
