@@ -17,8 +17,18 @@ public enum StoreBackup {
         guard FileManager.default.fileExists(atPath: source) else {
             throw StoreError(message: "no store at \(source)")
         }
+        if let clash = clash(of: destination, with: source) {
+            throw StoreError(message: "refusing to back up onto \(clash); choose another path")
+        }
         let temporary = destination + ".partial-\(getpid())"
         try? FileManager.default.removeItem(atPath: temporary)
+        // Created here, owner-only and exclusively: the copy holds every raw body, and SQLite
+        // would otherwise create it with the umask's mode.
+        let created = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard created >= 0 else {
+            throw StoreError(message: "cannot create \(temporary): \(String(cString: strerror(errno)))")
+        }
+        close(created)
         do {
             var readOnly = Configuration()
             readOnly.readonly = true
@@ -44,10 +54,10 @@ public enum StoreBackup {
                 throw StoreError(message: "the copy failed its integrity check: \(integrity)")
             }
             try fsync(path: temporary)
-            if FileManager.default.fileExists(atPath: destination) {
-                _ = try FileManager.default.replaceItemAt(URL(fileURLWithPath: destination), withItemAt: URL(fileURLWithPath: temporary))
-            } else {
-                try FileManager.default.moveItem(atPath: temporary, toPath: destination)
+            // rename(2) replaces an existing copy atomically: the old one stays whole until the
+            // new one is complete (Foundation's replaceItemAt removed it first on Linux).
+            guard rename(temporary, destination) == 0 else {
+                throw StoreError(message: "cannot move the copy to \(destination): \(String(cString: strerror(errno)))")
             }
             let size = ((try? FileManager.default.attributesOfItem(atPath: destination))?[.size] as? Int64) ?? 0
             return Summary(path: destination, orders: orders, notifications: notifications, bytes: size)
@@ -55,6 +65,31 @@ public enum StoreBackup {
             try? FileManager.default.removeItem(atPath: temporary)
             throw StoreError(error, doing: "back up \(source) to \(destination)")
         }
+    }
+
+    /// What `destination` would overwrite of the live store, if anything: the store itself
+    /// (by any path to the same file) or one of its WAL, shared-memory or journal files.
+    static func clash(of destination: String, with source: String) -> String? {
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            let storeFile = source + suffix
+            if sameFile(destination, storeFile) || canonical(destination) == canonical(storeFile) {
+                return suffix.isEmpty ? "the store itself (\(source))" : "the store's \(storeFile)"
+            }
+        }
+        return nil
+    }
+
+    private static func sameFile(_ a: String, _ b: String) -> Bool {
+        var first = stat()
+        var second = stat()
+        guard stat(a, &first) == 0, stat(b, &second) == 0 else { return false }
+        return first.st_dev == second.st_dev && first.st_ino == second.st_ino
+    }
+
+    /// The path with its directory resolved (symbolic links, `..`), for files that may not exist yet.
+    private static func canonical(_ path: String) -> String {
+        let url = URL(fileURLWithPath: path)
+        return url.deletingLastPathComponent().resolvingSymlinksInPath().appendingPathComponent(url.lastPathComponent).path
     }
 
     private static func fsync(path: String) throws {

@@ -482,6 +482,45 @@ struct ProductionTests {
         try await daemon.stop()
     }
 
+    @Test("ipnd backup replaces an existing copy whole, writes it owner-only, and refuses to overwrite the live store")
+    func backupReplacesAndRefuses() async throws {
+        let daemon = try await TestDaemon.start()
+        let configPath = daemon.configPath
+        func deliver(_ order: String) async throws {
+            let body = UnlimintRequests.body(order: order, id: order, status: "COMPLETED")
+            #expect(try await daemon.post("/ipn/unlimint", body: body, headers: UnlimintRequests.headers(for: body)).status == 200)
+        }
+        try await deliver("BR-1")
+        let copy = daemon.directory.appendingPathComponent("copy.sqlite").path
+        #expect(try await ipnd(["backup", "--config", configPath, copy]).status == 0)
+        #expect(try BackupFacts(path: copy).notifications == 1)
+        let mode = try FileManager.default.attributesOfItem(atPath: copy)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+
+        // The second copy to the same path replaces the first.
+        try await deliver("BR-2")
+        let again = try await ipnd(["backup", "--config", configPath, copy])
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(try BackupFacts(path: copy).notifications == 2)
+
+        // The store itself, by its path, through a symbolic link to its directory, or its WAL:
+        // refused, and the daemon goes on committing into the same file.
+        let link = daemon.directory.appendingPathComponent("linked-dir").path
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: daemon.directory.path)
+        let storePath = daemon.config.store.path
+        for target in [storePath, link + "/ipnd.sqlite", storePath + "-wal"] {
+            let refused = try await ipnd(["backup", "--config", configPath, target])
+            #expect(refused.status == 3, "\(target)")
+            #expect(refused.stderr.contains("refusing to back up onto"), "\(refused.stderr)")
+        }
+        try await deliver("BR-3")
+        #expect(try daemon.count("SELECT COUNT(*) FROM notifications") == 3)
+        #expect(FileManager.default.fileExists(atPath: storePath))
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: daemon.directory.path).filter { $0.contains(".partial-") }
+        #expect(leftovers.isEmpty)
+        try await daemon.stop()
+    }
+
     @Test("deploy/ipnd.service passes systemd-analyze verify and carries the hardening it promises")
     func unitVerifies() throws {
         let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
