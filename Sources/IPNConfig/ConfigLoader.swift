@@ -19,7 +19,15 @@ public enum ConfigLoader {
         var root = try ConfigNode.parse(yaml: file.text, path: path)
         try EnvironmentOverrides.apply(environment, to: &root)
         let resolver = PathResolver(configPath: file.absolutePath, credentialsDirectory: environment["CREDENTIALS_DIRECTORY"])
-        return try Validator(resolver: resolver, file: file, secrets: secrets).config(from: root)
+        do {
+            return try Validator(resolver: resolver, file: file, secrets: secrets).config(from: root)
+        } catch {
+            // A bad value from the environment is fixed there, not in the file: say so.
+            guard let key = error.key, let variable = EnvironmentOverrides.variable(overriding: key, in: environment) else {
+                throw error
+            }
+            throw ConfigError(key: key, "\(error.message) (the value comes from \(variable))")
+        }
     }
 }
 

@@ -17,10 +17,35 @@ indirect enum ConfigNode {
             // costs start-up time and about 0.5 MB of the daemon's resident memory.
             node = try Yams.compose(yaml: yaml, .basic)
         } catch {
-            throw ConfigError(key: nil, "\(path) is not valid YAML: \(error)")
+            throw ConfigError(key: nil, "\(path) is not valid YAML: \(describe(error))")
         }
         guard let node else { throw ConfigError(key: nil, "\(path) is empty") }
         return try convert(node, key: "")
+    }
+
+    /// Where and what the YAML problem is, without the text around it: Yams' own descriptions
+    /// quote the offending line or the whole mapping, which may hold secrets.
+    static func describe(_ error: any Error) -> String {
+        guard let error = error as? YamlError else { return "the file could not be read as YAML" }
+        func position(_ mark: Mark) -> String { "line \(mark.line), column \(mark.column)" }
+        func circumstance(_ context: YamlError.Context?) -> String {
+            context.map { "\($0.text) at \(position($0.mark)): " } ?? ""
+        }
+        switch error {
+        case .scanner(let context, let problem, let mark, _),
+             .parser(let context, let problem, let mark, _),
+             .composer(let context, let problem, let mark, _):
+            return "\(position(mark)): \(circumstance(context))\(problem)"
+        case .reader(let problem, let offset, _, _):
+            return "\(problem)\(offset.map { " at byte \($0)" } ?? "")"
+        case .duplicatedKeysInMapping(let duplicates, let context):
+            let keys = duplicates.sorted().map { "\"\($0)\"" }.joined(separator: ", ")
+            return "duplicated key \(keys) in the mapping at \(position(context.mark))"
+        case .dataCouldNotBeDecoded:
+            return "the file is not UTF-8 text"
+        default:
+            return "the file could not be read as YAML"
+        }
     }
 
     private static func convert(_ node: Node, key: String) throws(ConfigError) -> ConfigNode {

@@ -27,6 +27,11 @@ enum EnvironmentOverrides {
 
     private static let overridablePrefixes = ["IPND_SERVER_", "IPND_STORE_", "IPND_OPS_", "IPND_PROVIDERS_"]
 
+    /// The variable in `environment` that set `key` (or an item of it), if one did.
+    static func variable(overriding key: String, in environment: [String: String]) -> String? {
+        keys.first { ($0.path == key || key.hasPrefix($0.path + "[")) && environment[$0.variable] != nil }?.variable
+    }
+
     static func apply(_ environment: [String: String], to root: inout ConfigNode) throws(ConfigError) {
         guard case .mapping = root else { return }  // the validator reports a non-mapping root
         for (variable, value) in environment.sorted(by: { $0.key < $1.key })

@@ -160,6 +160,20 @@ struct ConfigLoaderTests {
         #expect(try ConfigDirectory().error(yaml + minimalProviders)?.key == key)
     }
 
+    @Test("a Juspay username with a colon, which Basic credentials can never carry, is refused")
+    func juspayUsernameColon() throws {
+        let error = try ConfigDirectory().error("""
+            providers:
+              juspay:
+                - account: default
+                  username: [good-user, "merchant:1"]
+                  password: pw
+            """)
+        #expect(error?.key == "providers.juspay[0].username")
+        #expect(error?.message.contains("must not contain") == true)
+        #expect(error?.description.contains("merchant:1") == false)
+    }
+
     @Test("unknown providers, empty provider lists and duplicate accounts are refused")
     func providerShape() throws {
         let dir = try ConfigDirectory()
@@ -254,6 +268,13 @@ struct ConfigLoaderTests {
         #expect(config.server.trustedProxies.count == 2)
         let bad = dir.error(minimalProviders, environment: ["IPND_SERVER_PORT": "http"])
         #expect(bad?.key == "server.port")
+        #expect(bad?.message.hasSuffix("(the value comes from IPND_SERVER_PORT)") == true, "\(String(describing: bad))")
+        let badItem = dir.error(minimalProviders, environment: ["IPND_SERVER_TRUSTED_PROXIES": "10.0.0.0/8, nonsense"])
+        #expect(badItem?.message.hasSuffix("(the value comes from IPND_SERVER_TRUSTED_PROXIES)") == true, "\(String(describing: badItem))")
+        // A bad value in the file itself is not blamed on the environment.
+        let fromFile = dir.error("server:\n  port: http\n" + minimalProviders, environment: ["IPND_OPS_PORT": "9001"])
+        #expect(fromFile?.key == "server.port")
+        #expect(fromFile?.message.contains("IPND_") == false)
         let typo = dir.error(minimalProviders, environment: ["IPND_SERVER_PROT": "9000"])
         #expect(typo?.key == "IPND_SERVER_PROT")
     }
@@ -279,6 +300,30 @@ struct ConfigLoaderTests {
         #expect(error?.key == nil)
         #expect(error?.message.contains("not valid YAML") == true)
         #expect(try ConfigDirectory().error("server:\n  port: 1\n  port: 2\n" + minimalProviders) != nil)
+    }
+
+    @Test("YAML syntax errors say where, and never quote the file (it holds secrets)")
+    func yamlErrorsQuoteNothing() throws {
+        let duplicated = try ConfigDirectory().error("""
+            providers:
+              unlimint:
+                - account: default
+                  callback_secret: first-s3cret-value
+                  callback_secret: second-s3cret-value
+            """)
+        #expect(duplicated?.message.contains(#"duplicated key "callback_secret""#) == true, "\(String(describing: duplicated))")
+        let unclosed = try ConfigDirectory().error("""
+            providers:
+              unlimint:
+                - account: default
+                  callback_secret: "unclosed-s3cret-value
+            """)
+        #expect(unclosed?.message.contains("line 4, column") == true, "\(String(describing: unclosed))")
+        let tab = try ConfigDirectory().error("providers:\n  juspay:\n    - account: default\n      password: tab-s3cret\t\n\tusername: x\n")
+        #expect(tab?.message.contains("not valid YAML") == true)
+        for error in [duplicated, unclosed, tab] {
+            #expect(error?.description.contains("s3cret") == false, "\(String(describing: error))")
+        }
     }
 
     @Test("an empty config file is reported as empty (it used to leak a buffer in Foundation's file reader)")

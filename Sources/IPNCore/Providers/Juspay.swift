@@ -13,7 +13,12 @@ public struct Juspay: NotificationProvider {
     let passwords: [[UInt8]]
 
     public init(settings: AccountSettings) throws(AccountConfigError) {
-        usernames = try settings.requiredValues("username").map { Array($0.utf8) }
+        let usernames = try settings.requiredValues("username")
+        // Basic credentials split at the first colon (RFC 7617): such a username never matches.
+        if usernames.contains(where: { $0.contains(":") }) {
+            throw settings.error("username", "must not contain \":\" (HTTP Basic credentials split at the first colon)")
+        }
+        self.usernames = usernames.map { Array($0.utf8) }
         passwords = try settings.requiredValues("password").map { Array($0.utf8) }
     }
 
