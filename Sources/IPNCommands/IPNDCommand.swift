@@ -65,11 +65,36 @@ struct ConfigOptions: ParsableArguments {
 /// Writing to the terminal.
 enum Console {
     static func error(_ message: String) {
-        FileHandle.standardError.write(Data((message + "\n").utf8))
+        write(message + "\n", to: STDERR_FILENO)
     }
 
     static func print(_ text: String) {
-        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+        write(text + "\n", to: STDOUT_FILENO)
+    }
+
+    /// Plain write(2): Foundation's `FileHandle.write` traps on a closed pipe, which NIO (used
+    /// by `simulate`) turns from a signal into an error. A reader that went away
+    /// (`ipnd simulate ... | head -1`) ends the command as SIGPIPE would have.
+    private static func write(_ text: String, to descriptor: Int32) {
+        var bytes = Array(text.utf8)
+        bytes.withUnsafeMutableBytes { buffer in
+            guard let base = buffer.baseAddress else { return }
+            var offset = 0
+            while offset < buffer.count {
+                let written = Foundation.write(descriptor, base + offset, buffer.count - offset)
+                if written > 0 {
+                    offset += written
+                } else if written < 0, errno == EINTR {
+                    continue
+                } else {
+                    if written < 0, errno == EPIPE {
+                        signal(SIGPIPE, SIG_DFL)
+                        raise(SIGPIPE)
+                    }
+                    return
+                }
+            }
+        }
     }
 
     /// A command's whole output, written at once; nothing at all when it is empty.

@@ -9,6 +9,20 @@ func shell(_ commandLine: String) async throws -> CommandResult {
 
 @Suite("ipnd simulate against a live daemon (issue 4)", .serialized)
 struct SimulateTests {
+    @Test("output to a reader that went away (simulate | head) ends the command as SIGPIPE would, not with a crash")
+    func closedPipe() async throws {
+        let daemon = try await TestDaemon.start()
+        // head takes the request line simulate prints first and exits; the answer, printed after
+        // the round trip, goes into a pipe nobody reads.
+        let result = try await runProcess(URL(fileURLWithPath: "/bin/bash"), ["-c", #""$@" | head -1 >/dev/null; echo "status=${PIPESTATUS[0]}""#, "ipnd",
+            ipndBinary.path, "simulate", "unlimint", "--order", "SIM-PIPE", "--status", "COMPLETED", "--config", daemon.configPath,
+            "--url", "http://127.0.0.1:\(daemon.ports.provider)/ipn/unlimint"])
+        #expect(result.stdout == "status=141\n", "\(result.stdout) \(result.stderr)")
+        #expect(!result.stderr.contains("Fatal error"), "\(result.stderr)")
+        #expect(try daemon.verdicts(orderRef: "SIM-PIPE") == ["applied"])
+        try await daemon.stop()
+    }
+
     @Test("every provider: a simulated paid notification is applied, with the default amount", arguments: ProviderExpectations.all)
     func applied(_ expected: ProviderExpectations) async throws {
         let daemon = try await TestDaemon.start()
