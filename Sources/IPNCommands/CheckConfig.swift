@@ -27,7 +27,9 @@ enum ConfigSummary {
                 + "request_timeout_seconds \(server.requestTimeoutSeconds), idle_timeout_seconds \(server.idleTimeoutSeconds), "
                 + "trusted_proxies \(list(server.trustedProxies))",
             "store: \(config.store.path) (max_batch \(config.store.maxBatch))",
-            "ops: listening on \(config.ops.host):\(config.ops.port), \(config.ops.tokenDigests.count) bearer token(s)",
+            "ops: listening on \(config.ops.host):\(config.ops.port), " + (config.ops.tokenDigests.isEmpty
+                ? "no bearer tokens (ops.tokens_sha256 is empty: the ops API refuses every request)"
+                : "\(config.ops.tokenDigests.count) bearer token(s)"),
             "providers:",
         ]
         for account in config.accounts {

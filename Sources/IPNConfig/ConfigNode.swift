@@ -75,6 +75,12 @@ indirect enum ConfigNode {
         }
     }
 
+    /// `[]`.
+    var isEmptyList: Bool {
+        if case .sequence(let items, _) = self { return items.isEmpty }
+        return false
+    }
+
     var kindName: String {
         switch self {
         case .scalar: "a value"

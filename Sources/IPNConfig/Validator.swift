@@ -73,7 +73,9 @@ struct Validator {
         try checkKeys(pairs, allowed: Self.opsKeys, in: "ops")
         if let host = node["host"] { settings.host = try hostName(host, key: "ops.host") }
         if let port = node["port"] { settings.port = try integer(port, key: "ops.port", in: 0...65535, what: "a TCP port") }
-        if let tokens = node["tokens_sha256"] {
+        // `[]`, as in product.md's sample, is allowed: the ops API then refuses every request
+        // (serve warns at start).
+        if let tokens = node["tokens_sha256"], !tokens.isEmptyList {
             let values = try stringList(tokens, key: "ops.tokens_sha256")
             settings.tokenDigests = try values.enumerated().map { index, value throws(ConfigError) in
                 guard Hex.isHex(value, count: 64), let digest = Hex.decode(value) else {
@@ -300,7 +302,7 @@ struct Validator {
     }
 
     private func networks(_ node: ConfigNode, key: String) throws(ConfigError) -> [IPNetwork] {
-        if case .sequence(let items, _) = node, items.isEmpty { return [] }
+        if node.isEmptyList { return [] }
         let values = try stringList(node, key: key)
         return try values.enumerated().map { index, value throws(ConfigError) in
             guard let network = IPNetwork(value) else {

@@ -98,7 +98,7 @@ final class TestDaemon: Sendable {
             ops:
               host: 127.0.0.1
               port: 0
-            \(opsTokens.isEmpty ? "" : "  tokens_sha256: [\(opsTokens.map { Hex.encode(Crypto.digest(.sha256, Array($0.utf8))) }.joined(separator: ", "))]")
+              tokens_sha256: [\(opsTokens.map { Hex.encode(Crypto.digest(.sha256, Array($0.utf8))) }.joined(separator: ", "))]
             \(providersYAML)
             """
         let configPath = directory.appendingPathComponent("ipnd.yaml").path
