@@ -56,6 +56,39 @@ struct HTTPContractTests {
         try await daemon.stop()
     }
 
+    @Test("after a 413 the connection ends: a client that keeps sending cannot make ipnd read past the limit",
+          arguments: [true, false])
+    func tooLargeEndsConnection(declared: Bool) async throws {
+        let daemon = try await TestDaemon.start(serverYAML: "  max_body_bytes: 1024")
+        let port = daemon.ports.provider
+        let (answer, sentBytes) = await onDedicatedThread { () -> (RawHTTP.Answer, Int) in
+            guard let fd = RawHTTP.connectLoopback(port: port) else { return (RawHTTP.Answer(status: nil), 0) }
+            defer { close(fd) }
+            let framing = declared ? "Content-Length: 20000000" : "Transfer-Encoding: chunked"
+            RawHTTP.sendAll(fd, Array("POST /ipn/unlimint HTTP/1.1\r\nHost: x\r\n\(framing)\r\n\r\n".utf8))
+            let chunk = [UInt8](repeating: UInt8(ascii: "a"), count: 16384)
+            let piece = declared ? chunk : Array("4000\r\n".utf8) + chunk + Array("\r\n".utf8)
+            var timeout = timeval(tv_sec: 1, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            // Up to 20 MB, stopping at the first refused send: a server still reading takes it all.
+            var sent = 0
+            while sent < 20_000_000 {
+                let count = piece.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                if count <= 0 { break }
+                sent += count
+            }
+            return (RawHTTP.readAnswer(fd, timeout: 5), sent)
+        }
+        #expect(sentBytes < 20_000_000, "ipnd read \(sentBytes) bytes after answering 413")
+        if let status = answer.status {  // a reset may reach the client before the answer does
+            #expect(status == 413)
+            #expect(answer.header("Connection") == "close")
+        }
+        #expect(try daemon.count("SELECT COUNT(*) FROM notifications") == 0)
+        #expect(try await daemon.get("/healthz").status == 200)
+        try await daemon.stop()
+    }
+
     @Test("every request reaching a provider route within the limit is stored with a verdict")
     func everythingStored() async throws {
         let daemon = try await TestDaemon.start()

@@ -23,8 +23,7 @@ struct ProviderEndpoint: Sendable {
         }
         let limit = config.server.maxBodyBytes
         if let declared = request.headers[.contentLength].flatMap({ Int($0) }), declared > limit {
-            metrics.tooLarge(provider: providerName)
-            return .plain(413, "request body too large\n")
+            return tooLarge(context: context, provider: providerName)
         }
         // Part by part rather than `collect(upTo:)`, so a body that ends early (the client went
         // away, or the request deadline closed the connection) is still kept as rejected with
@@ -34,8 +33,7 @@ struct ProviderEndpoint: Sendable {
         do {
             for try await part in request.body {
                 guard body.count + part.readableBytes <= limit else {
-                    metrics.tooLarge(provider: providerName)
-                    return .plain(413, "request body too large\n")
+                    return tooLarge(context: context, provider: providerName)
                 }
                 body.append(contentsOf: part.readableBytesView)
             }
@@ -128,6 +126,17 @@ struct ProviderEndpoint: Sendable {
         logger.log(level: outcome.verdict == .rejected || outcome.verdict == .mismatch ? .warning : .info,
                    "notification", metadata: metadata)
         return Response(answer)
+    }
+
+    /// 413, and the connection ends with it: the body is not read past the limit (product.md
+    /// section 3). Left open, Hummingbird would read and discard whatever the client kept
+    /// sending, without end, to reach the next request.
+    private func tooLarge(context: IPNRequestContext, provider: String) -> Response {
+        metrics.tooLarge(provider: provider)
+        context.channel.close(mode: .input, promise: nil)
+        var response = Response.plain(413, "request body too large\n")
+        response.headers[.connection] = "close"
+        return response
     }
 }
 
