@@ -88,32 +88,42 @@ enum Recorder {
     ) throws -> Decision {
         let (db, now) = (tx.db, tx.now)
         var refundCounted = false
-        if case .refund(let info) = notification.effect, let refundID = info.refundID, let existing = order {
-            refundCounted = try Bool.fetchOne(
-                db.cachedStatement(sql: "SELECT 1 FROM refunds WHERE order_id = ? AND refund_id = ?"),
-                arguments: [existing.id, refundID]
-            ) ?? false
+        var refundsRecorded: Int64 = 0
+        if case .refund(let info) = notification.effect, let existing = order {
+            refundsRecorded = try Int64.fetchOne(
+                db.cachedStatement(sql: "SELECT COALESCE(SUM(amount_minor), 0) FROM refunds WHERE order_id = ?"),
+                arguments: [existing.id]
+            ) ?? 0
+            if let refundID = info.refundID {
+                refundCounted = try Bool.fetchOne(
+                    db.cachedStatement(sql: "SELECT 1 FROM refunds WHERE order_id = ? AND refund_id = ?"),
+                    arguments: [existing.id, refundID]
+                ) ?? false
+            }
         }
         let decision = OrderStateMachine.decide(
-            order: order?.snapshot, notification: notification, refundAlreadyCounted: refundCounted)
+            order: order?.snapshot, notification: notification, refundAlreadyCounted: refundCounted,
+            refundsRecordedMinor: refundsRecorded)
 
         let previousState = order?.state
         let txnID = notification.describesThePayment ? notification.providerTxnID : nil
-        if let newState = decision.newState {
-            if var existing = order {
-                existing.state = newState
-                if let amount = decision.orderAmount { existing.amount = amount }
-                if let refunded = decision.refundedMinor { existing.refundedMinor = refunded }
-                if let txnID { existing.providerTxnID = txnID }
-                existing.updatedAt = now
-                try existing.update(tx)
-                order = existing
-            } else if let orderRef = notification.orderRef {
-                order = try OrderRow.insert(
-                    tx, scope: scope, orderRef: orderRef, state: newState, amount: decision.orderAmount,
-                    refundedMinor: decision.refundedMinor ?? 0, providerTxnID: txnID ?? notification.providerTxnID
-                )
+        if var existing = order, decision.newState != nil || decision.orderAmount != nil || decision.refundedMinor != nil {
+            // A transition, or facts a late notification still tells (the amount, the total).
+            if let newState = decision.newState { existing.state = newState }
+            if let amount = decision.orderAmount { existing.amount = amount }
+            if let refunded = decision.refundedMinor { existing.refundedMinor = refunded }
+            // The payment's own id: payments set it; a capture's id only fills it when unknown.
+            if let txnID, existing.providerTxnID == nil || notification.kind == .payment {
+                existing.providerTxnID = txnID
             }
+            existing.updatedAt = now
+            try existing.update(tx)
+            order = existing
+        } else if order == nil, let newState = decision.newState, let orderRef = notification.orderRef {
+            order = try OrderRow.insert(
+                tx, scope: scope, orderRef: orderRef, state: newState, amount: decision.orderAmount,
+                refundedMinor: decision.refundedMinor ?? 0, providerTxnID: txnID ?? notification.providerTxnID
+            )
         } else if order == nil, let orderRef = notification.orderRef {
             // A notification that names an unknown order creates it whatever its kind
             // (product.md section 5). One with no state effect (a payout, a chargeback stage,
@@ -135,11 +145,14 @@ enum Recorder {
         if let newState = decision.newState, let order {
             let insert = try RawStatement(tx, .transitionInsert)
             try insert.run(.int(order.id), .text(previousState?.rawValue), .text(newState.rawValue), .text(now), .int(notificationID))
-            if case .refund(let info) = notification.effect, let refundID = info.refundID {
-                try db.cachedStatement(
-                    sql: "INSERT OR IGNORE INTO refunds (order_id, refund_id, amount_minor, notification_id) VALUES (?, ?, ?, ?)"
-                ).execute(arguments: [order.id, refundID, info.amount?.minor, notificationID])
-            }
+        }
+        // Every authentic refund of the order's currency is remembered by id, a stale one too:
+        // its amount counts in the sum a refund arriving later is checked against.
+        if case .refund(let info) = notification.effect, let refundID = info.refundID, let order,
+           decision.verdict == .applied || decision.verdict == .stale {
+            try db.cachedStatement(
+                sql: "INSERT OR IGNORE INTO refunds (order_id, refund_id, amount_minor, notification_id) VALUES (?, ?, ?, ?)"
+            ).execute(arguments: [order.id, refundID, info.amount?.minor, notificationID])
         }
         return decision
     }

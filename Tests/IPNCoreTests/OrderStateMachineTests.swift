@@ -172,16 +172,8 @@ struct OrderStateMachineTests {
             var applied = 0
             for notification in permutation {
                 let decision = OrderStateMachine.decide(order: snapshot, notification: notification)
-                guard let state = decision.newState else {
-                    #expect(decision.verdict == .stale)
-                    continue
-                }
-                applied += 1
-                var next = snapshot ?? OrderSnapshot(state: state)
-                next.state = state
-                if let amount = decision.orderAmount { next.amount = amount }
-                if let refunded = decision.refundedMinor { next.refundedMinor = refunded }
-                snapshot = next
+                snapshot = Self.applying(decision, to: snapshot)
+                if decision.newState == nil { #expect(decision.verdict == .stale) } else { applied += 1 }
             }
             #expect(snapshot?.state == .refunded, "order \(permutation.map(\.dedupKey)) ended in \(String(describing: snapshot?.state))")
             #expect(snapshot?.refundedMinor == 500)
@@ -189,6 +181,110 @@ struct OrderStateMachineTests {
             let refundIndex = permutation.firstIndex { $0.dedupKey == "refund" } ?? 0
             #expect(applied <= refundIndex + 1)
         }
+    }
+
+    /// The order after `decision`, as the store records it: a transition, and the facts a late
+    /// notification may still tell.
+    static func applying(_ decision: Decision, to snapshot: OrderSnapshot?) -> OrderSnapshot? {
+        guard var next = snapshot ?? decision.newState.map({ OrderSnapshot(state: $0) }) else { return nil }
+        if let state = decision.newState { next.state = state }
+        if let amount = decision.orderAmount { next.amount = amount }
+        if let refunded = decision.refundedMinor { next.refundedMinor = refunded }
+        return next
+    }
+
+    static func usd(_ minor: Int64) -> Money { Money(minor: minor, currency: "USD") }
+
+    /// A payment of 10.00 USD and two refunds, as each kind of provider reports them.
+    static let refundLifecycles: [(name: String, notifications: [VerifiedNotification], state: OrderState, refunded: Int64)] = {
+        func paid() -> VerifiedNotification {
+            VerifiedNotification(kind: .payment, orderRef: "O1", providerTxnID: "P1", dedupKey: "paid", providerStatus: "S",
+                                 effect: .transition(.paid), amount: usd(1000))
+        }
+        func refund(_ id: String, _ minor: Int64, remaining: Int64? = nil) -> VerifiedNotification {
+            VerifiedNotification(kind: .refund, orderRef: "O1", providerTxnID: id, dedupKey: id, providerStatus: "S",
+                                 effect: .refund(RefundInfo(refundID: id, amount: usd(minor), fullyRefunded: remaining.map { $0 == 0 },
+                                                            remainingMinor: remaining)),
+                                 amount: usd(minor))
+        }
+        return [
+            ("refund amounts only (Citcon, Alipay), in full", [paid(), refund("R1", 300), refund("R2", 700)], .refunded, 1000),
+            ("refund amounts only, in part", [paid(), refund("R1", 300), refund("R2", 200)], .partiallyRefunded, 500),
+            ("with what remains (Unlimint), in full", [paid(), refund("R1", 300, remaining: 700), refund("R2", 700, remaining: 0)],
+             .refunded, 1000),
+            ("with what remains, in part", [paid(), refund("R1", 300, remaining: 700), refund("R2", 200, remaining: 500)],
+             .partiallyRefunded, 500),
+        ]
+    }()
+
+    @Test("a payment and two refunds in every order end in the same state, amount and refunded total",
+          arguments: refundLifecycles.indices)
+    func refundsInEveryOrder(_ index: Int) {
+        let lifecycle = Self.refundLifecycles[index]
+        for permutation in permutations(of: lifecycle.notifications) {
+            var snapshot: OrderSnapshot?
+            var refunds: [String: Int64] = [:]  // as the store keeps them: by id, for an order it knows
+            for notification in permutation {
+                let decision = OrderStateMachine.decide(
+                    order: snapshot, notification: notification, refundsRecordedMinor: refunds.values.reduce(0, +))
+                snapshot = Self.applying(decision, to: snapshot)
+                if case .refund(let info) = notification.effect, let id = info.refundID, let amount = info.amount {
+                    refunds[id] = amount.minor
+                }
+            }
+            let order = permutation.map(\.dedupKey)
+            #expect(snapshot?.state == lifecycle.state, "\(lifecycle.name): \(order)")
+            #expect(snapshot?.refundedMinor == lifecycle.refunded, "\(lifecycle.name): \(order)")
+            #expect(snapshot?.amount == Self.usd(1000), "\(lifecycle.name): \(order)")
+        }
+    }
+
+    @Test("a late payment tells an amount the order lacked; its refunds may then cover it")
+    func latePaymentAmount() {
+        let paid = note(.transition(.paid), amount: Self.usd(1000))
+        let covered = OrderStateMachine.decide(order: order(.partiallyRefunded, refunded: 1000), notification: paid)
+        #expect(covered.verdict == .applied)
+        #expect(covered.newState == .refunded)
+        #expect(covered.orderAmount == Self.usd(1000))
+        let notCovered = OrderStateMachine.decide(order: order(.partiallyRefunded, refunded: 400), notification: paid)
+        #expect(notCovered.verdict == .stale)
+        #expect(notCovered.newState == nil)
+        #expect(notCovered.orderAmount == Self.usd(1000))
+        // Refunded because the provider said so: the total is then the whole amount.
+        let said = OrderStateMachine.decide(order: order(.refunded, refunded: 700), notification: paid)
+        #expect(said.verdict == .stale)
+        #expect(said.refundedMinor == 1000)
+        // A known amount is not replaced, and an amount that is not the expected one is not taken.
+        #expect(OrderStateMachine.decide(order: order(.refunded, amount: Self.usd(900), refunded: 900), notification: paid).orderAmount == nil)
+        let unexpected = OrderStateMachine.decide(order: order(.partiallyRefunded, refunded: 1000, expected: Self.usd(1234)),
+                                                  notification: paid)
+        #expect(unexpected.verdict == .stale)
+        #expect(unexpected.orderAmount == nil)
+        // A late chargeback reversal or refund says nothing about the payment's amount.
+        #expect(OrderStateMachine.decide(order: order(.refunded), notification: note(.chargebackReversal, kind: .chargeback,
+                                                                                      amount: Self.usd(1000))).orderAmount == nil)
+    }
+
+    @Test("a refund in another currency than the order's is a mismatch, not added to the total")
+    func refundCurrency() {
+        let euros = note(.refund(RefundInfo(refundID: "R1", amount: Money(minor: 300, currency: "EUR"))), kind: .refund)
+        let decision = OrderStateMachine.decide(order: order(.paid, amount: Self.usd(1000)), notification: euros)
+        #expect(decision.verdict == .mismatch)
+        #expect(decision.flag == .amountMismatch)
+        #expect(decision.newState == nil)
+        #expect(decision.refundedMinor == nil)
+        // Against the expectation when the amount is not known yet.
+        #expect(OrderStateMachine.decide(order: order(.expected, expected: Self.usd(1000)), notification: euros).verdict == .mismatch)
+        #expect(OrderStateMachine.decide(order: nil, notification: euros).verdict == .applied)
+    }
+
+    @Test("an order said to be fully refunded has its whole amount refunded, whatever the event's own total")
+    func fullySaidTotal() {
+        // Juspay AUTO_REFUNDED carrying amount_refunded 0.
+        let info = RefundInfo(cumulativeRefundedMinor: 0, fullyRefunded: true, orderAmount: Money(minor: 1000, currency: "INR"))
+        let decision = OrderStateMachine.decide(order: nil, notification: note(.refund(info), kind: .refund))
+        #expect(decision.newState == .refunded)
+        #expect(decision.refundedMinor == 1000)
     }
 
     private func permutations<T>(of items: [T]) -> [[T]] {

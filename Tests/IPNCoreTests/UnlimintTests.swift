@@ -122,10 +122,10 @@ struct UnlimintTests {
         let refund = try signed(#"{"merchant_order":{"id":"A1"},"payment_data":{"id":"9","remaining_amount":0},"refund_data":{"id":"R7","status":"COMPLETED","amount":6.03,"currency":"USD"}}"#)
         #expect(refund.kind == .refund)
         #expect(refund.dedupKey == "refund|R7|COMPLETED")
-        #expect(refund.effect == .refund(RefundInfo(refundID: "R7", amount: Money(minor: 603, currency: "USD"), fullyRefunded: true)))
+        #expect(refund.effect == .refund(RefundInfo(refundID: "R7", amount: Money(minor: 603, currency: "USD"), fullyRefunded: true, remainingMinor: 0)))
 
         let partial = try signed(#"{"merchant_order":{"id":"A1"},"payment_data":{"id":"9","remaining_amount":3.97},"refund_data":{"id":"R8","status":"COMPLETED","amount":2.06,"currency":"USD"}}"#)
-        #expect(partial.effect == .refund(RefundInfo(refundID: "R8", amount: Money(minor: 206, currency: "USD"), fullyRefunded: false)))
+        #expect(partial.effect == .refund(RefundInfo(refundID: "R8", amount: Money(minor: 206, currency: "USD"), fullyRefunded: false, remainingMinor: 397)))
 
         let refundUnderWay = try signed(#"{"merchant_order":{"id":"A1"},"refund_data":{"id":"R9","status":"IN_PROGRESS","amount":1,"currency":"USD"}}"#)
         #expect(refundUnderWay.effect == .record)

@@ -116,6 +116,54 @@ struct InboxTests {
         #expect(detail.notifications.map(\.verdict) == [.applied, .stale])
     }
 
+    @Test("a payment and two refunds in every order: the same state, amount and refunded total, the same on replay",
+          arguments: [(1, true), (1, false), (256, true), (256, false)])
+    func refundsInEveryOrder(maxBatch: Int, remainingReported: Bool) async throws {
+        let usd = { (minor: Int64) in Money(minor: minor, currency: "USD") }
+        func refund(_ id: String, _ minor: Int64, remaining: Int64) -> VerifiedNotification {
+            // Unlimint reports what remains; Citcon and Alipay only the refund's own amount.
+            let info = remainingReported
+                ? RefundInfo(refundID: id, amount: usd(minor), fullyRefunded: remaining == 0, remainingMinor: remaining)
+                : RefundInfo(refundID: id, amount: usd(minor))
+            return notification(id, .refund(info), kind: .refund, amount: usd(minor))
+        }
+        let paid = notification("paid", .transition(.paid), amount: usd(1000))
+        let lifecycles: [(notes: [VerifiedNotification], state: OrderState, refunded: Int64)] = [
+            ([paid, refund("R1", 300, remaining: 700), refund("R2", 700, remaining: 0)], .refunded, 1000),
+            ([paid, refund("R1", 300, remaining: 700), refund("R2", 200, remaining: 500)], .partiallyRefunded, 500),
+        ]
+        for lifecycle in lifecycles {
+            for permutation in permutations(of: lifecycle.notes) {
+                let store = try TemporaryStore(maxBatch: maxBatch)
+                for note in permutation + permutation { _ = try await store.inbox.record(.verified(request(), note)) }
+                let detail = try #require(try await store.order("O1"))
+                let order = permutation.map(\.dedupKey)
+                #expect(detail.order.state == lifecycle.state, "\(order)")
+                #expect(detail.order.refundedMinor == lifecycle.refunded, "\(order)")
+                #expect(detail.order.amount == usd(1000), "\(order)")
+                #expect(detail.order.providerTxnID == "T-paid", "\(order)")
+                // Transitions only climb, and the last one reached the final state.
+                #expect(detail.transitions.last?.to == lifecycle.state, "\(order)")
+                #expect(zip(detail.transitions.dropLast(), detail.transitions.dropFirst()).allSatisfy { $0.to.rank <= $1.to.rank })
+            }
+        }
+    }
+
+    @Test("a refund in another currency flags the order and leaves its total alone", arguments: commitPaths)
+    func refundInOtherCurrency(maxBatch: Int) async throws {
+        let store = try TemporaryStore(maxBatch: maxBatch)
+        _ = try await store.inbox.record(.verified(request(), notification("paid", .transition(.paid))))
+        let euros = Money(minor: 300, currency: "EUR")
+        let outcome = try await store.inbox.record(.verified(request(), notification(
+            "R1", .refund(RefundInfo(refundID: "R1", amount: euros)), kind: .refund, amount: euros)))
+        #expect(outcome.verdict == .mismatch)
+        let detail = try #require(try await store.order("O1"))
+        #expect(detail.order.state == .paid)
+        #expect(detail.order.refundedMinor == 0)
+        #expect(detail.order.flags == ["amount_mismatch"])
+        #expect(try await store.count("SELECT COUNT(*) FROM refunds") == 0)
+    }
+
     @Test("transitions record from, to and the notification that caused them", arguments: commitPaths)
     func transitions(maxBatch: Int) async throws {
         let store = try TemporaryStore(maxBatch: maxBatch)
@@ -167,6 +215,9 @@ struct InboxTests {
         #expect(outcome.orderState == .paid)
         let detail = try #require(try await store.order("PAY-2"))
         #expect(detail.notifications.map(\.verdict) == [.applied, .applied])
+        // The order keeps the payment's id; the capture has its own on its notification.
+        #expect(detail.order.providerTxnID == "T-pending")
+        #expect(detail.notifications.map(\.providerTxnID).contains("T-capture"))
     }
 
     @Test("expectations: another amount is a mismatch that flags the order and does not transition", arguments: commitPaths)

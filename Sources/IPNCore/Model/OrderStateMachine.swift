@@ -41,11 +41,14 @@ public enum OrderFlag: String, Sendable, Codable {
 /// failed/canceled/expired -> authorized on a late authorization).
 public enum OrderStateMachine {
     /// Decides `notification`'s verdict against `order` (nil when the order is not known yet).
-    /// `refundAlreadyCounted` says whether this refund id is already in the order's total.
+    /// For a refund, `refundAlreadyCounted` says whether its id is already among the order's
+    /// refunds, and `refundsRecordedMinor` what the order's distinct refunds add up to (nil:
+    /// take the refunded total for it).
     public static func decide(
         order: OrderSnapshot?,
         notification: VerifiedNotification,
-        refundAlreadyCounted: Bool = false
+        refundAlreadyCounted: Bool = false,
+        refundsRecordedMinor: Int64? = nil
     ) -> Decision {
         switch notification.effect {
         case .unknownStatus:
@@ -57,7 +60,8 @@ public enum OrderStateMachine {
         case .chargebackReversal:
             return decideTransition(order: order, target: .paid, notification: notification, isChargebackReversal: true)
         case .refund(let info):
-            return decideRefund(order: order, info: info, notification: notification, alreadyCounted: refundAlreadyCounted)
+            return decideRefund(
+                order: order, info: info, alreadyCounted: refundAlreadyCounted, recorded: refundsRecordedMinor)
         }
     }
 
@@ -80,7 +84,7 @@ public enum OrderStateMachine {
             isReversal = false
         }
         guard isReversal || target.rank > order.state.rank else {
-            return Decision(verdict: .stale, explanation: "order is \(order.state.rawValue); \(target.rawValue) would go back")
+            return decideLate(order: order, target: target, amount: amount)
         }
         let isChargebackReinstatement = isChargebackReversal && order.state == .chargedBack
         if (target == .authorized || target == .paid), !isChargebackReinstatement, let expected = order.expected {
@@ -91,22 +95,61 @@ public enum OrderStateMachine {
         return Decision(verdict: .applied, newState: target, orderAmount: amount)
     }
 
+    /// A payment notification too late to move the order is stale, but it may still tell the
+    /// order's amount, unknown so far because a refund came first. The amount is then recorded,
+    /// so the final state and totals do not depend on the arrival order: refunds already
+    /// covering it make the order refunded, and a refunded order's total becomes its amount.
+    private static func decideLate(order: OrderSnapshot, target: OrderState, amount: Money?) -> Decision {
+        let stale = "order is \(order.state.rawValue); \(target.rawValue) would go back"
+        guard order.amount == nil, let amount else { return Decision(verdict: .stale, explanation: stale) }
+        if let expected = order.expected, expected != amount {
+            return Decision(verdict: .stale, explanation: "\(stale); its amount \(amount) is not the expected \(expected)")
+        }
+        switch order.state {
+        case .partiallyRefunded where order.refundedMinor >= amount.minor:
+            return Decision(
+                verdict: .applied, newState: .refunded, orderAmount: amount,
+                explanation: "the payment's amount \(amount) is covered by the \(order.refundedMinor) already refunded"
+            )
+        case .refunded:
+            return Decision(
+                verdict: .stale, refundedMinor: max(order.refundedMinor, amount.minor), orderAmount: amount,
+                explanation: "\(stale); the order's amount is now known: \(amount)"
+            )
+        default:
+            return Decision(verdict: .stale, orderAmount: amount, explanation: "\(stale); the order's amount is now known: \(amount)")
+        }
+    }
+
     private static func mismatch(expected: Money, got: Money?) -> String? {
         guard let got else { return "expected \(expected), notification carries no amount" }
         guard got != expected else { return nil }
         return "expected \(expected), notification carries \(got)"
     }
 
+    /// The refunded total is the largest of what is known: the total so far, the refunds' own
+    /// amounts added up, and the cumulative total the provider reports (directly, or as the
+    /// order's amount less what remains). Each is a lower bound whatever order refunds arrive in.
     private static func decideRefund(
         order: OrderSnapshot?,
         info: RefundInfo,
-        notification: VerifiedNotification,
-        alreadyCounted: Bool
+        alreadyCounted: Bool,
+        recorded: Int64?
     ) -> Decision {
-        let previousTotal = order?.refundedMinor ?? 0
-        let increment = alreadyCounted ? 0 : (info.amount?.minor ?? 0)
-        let total = max(previousTotal, info.cumulativeRefundedMinor ?? previousTotal + increment)
         let orderAmount = info.orderAmount ?? order?.amount
+        if let refunded = info.amount?.currency, let paid = order?.amount?.currency ?? order?.expected?.currency, refunded != paid {
+            return Decision(
+                verdict: .mismatch, flag: .amountMismatch,
+                explanation: "a refund in \(refunded) for an order in \(paid) cannot be added to its total"
+            )
+        }
+        let previousTotal = order?.refundedMinor ?? 0
+        let added = (recorded ?? previousTotal) + (alreadyCounted ? 0 : (info.amount?.minor ?? 0))
+        var reported = info.cumulativeRefundedMinor
+        if reported == nil, let remaining = info.remainingMinor, let orderAmount {
+            reported = max(0, orderAmount.minor - remaining)
+        }
+        var total = max(previousTotal, added, reported ?? 0)
         let full: Bool
         if let said = info.fullyRefunded {
             full = said
@@ -115,6 +158,8 @@ public enum OrderStateMachine {
         } else {
             full = false  // without the order's amount, a refund cannot be known to be total
         }
+        // Fully refunded means the whole amount, whatever the refunds that said so added up to.
+        if full, let orderAmount { total = max(total, orderAmount.minor) }
         let target: OrderState = full ? .refunded : .partiallyRefunded
         let fillAmount = order?.amount == nil ? info.orderAmount : nil
         guard let order else {

@@ -36,19 +36,24 @@ public struct RefundInfo: Sendable, Equatable, Codable {
     public var fullyRefunded: Bool?
     /// The order's amount, when the refund notification carries it.
     public var orderAmount: Money?
+    /// What is left of the order's amount after this refund, when the provider says
+    /// (Unlimint's `remaining_amount`): with the order's amount, the cumulative total.
+    public var remainingMinor: Int64?
 
     public init(
         refundID: String? = nil,
         amount: Money? = nil,
         cumulativeRefundedMinor: Int64? = nil,
         fullyRefunded: Bool? = nil,
-        orderAmount: Money? = nil
+        orderAmount: Money? = nil,
+        remainingMinor: Int64? = nil
     ) {
         self.refundID = refundID
         self.amount = amount
         self.cumulativeRefundedMinor = cumulativeRefundedMinor
         self.fullyRefunded = fullyRefunded
         self.orderAmount = orderAmount
+        self.remainingMinor = remainingMinor
     }
 }
 

@@ -110,13 +110,11 @@ public struct Unlimint: NotificationProvider {
     ) throws(Rejection) -> NotificationEffect {
         switch status {
         case "COMPLETED":
-            var fully: Bool?
-            if let remaining = try payment.flatMap({ payment throws(Rejection) in
+            let remaining = try payment.flatMap { payment throws(Rejection) in
                 try payment.majorUnitAmount("remaining_amount", currency: amount?.currency, path: "payment_data")
-            }) {
-                fully = remaining.minor == 0
             }
-            return .refund(RefundInfo(refundID: id, amount: amount, fullyRefunded: fully))
+            return .refund(RefundInfo(
+                refundID: id, amount: amount, fullyRefunded: remaining.map { $0.minor == 0 }, remainingMinor: remaining?.minor))
         case "NEW", "IN_PROGRESS", "WAITING", "AUTHORIZED", "DECLINED", "CANCELLED", "VOIDED", "TERMINATED":
             return .record  // refunds under way or failed leave the payment as it is
         default:
