@@ -31,6 +31,16 @@ struct HTTPContractTests {
         }
         #expect(try await daemon.send(.POST, "/healthz", body: [], headers: [], port: daemon.ports.provider).status == 405)
         #expect(try daemon.count("SELECT COUNT(*) FROM notifications") == 0)
+        // HEAD on the health endpoints, as load balancers send it: GET's status, no body.
+        for path in ["/healthz", "/readyz"] {
+            let head = try await daemon.send(.HEAD, path, body: nil, headers: [], port: daemon.ports.provider)
+            #expect(head.status == 200, "\(path)")
+            #expect(head.body.isEmpty)
+        }
+        // A path nothing serves says so in a word.
+        let nowhere = try await daemon.post("/ipn/unlimint/default/extra", body: [], headers: [])
+        #expect(nowhere.status == 404)
+        #expect(nowhere.text == "not found\n")
         try await daemon.stop()
     }
 

@@ -24,7 +24,28 @@ struct OpsAPITests {
         }
         #expect(try await daemon.api("/api/v1/orders").status == 200)
         #expect(try await daemon.get("/api/v1/orders", ops: true, headers: [("Authorization", "bearer  test-ops-token")]).status == 200)
-        #expect(try await daemon.api("/api/v1/no-such-endpoint").status == 404)
+        let unknown = try await daemon.api("/api/v1/no-such-endpoint")
+        #expect(unknown.status == 404)
+        #expect(unknown.text == #"{"error":"no such route: /api/v1/no-such-endpoint"}"#)
+        // A route taken with the wrong method: 405 naming the methods it takes.
+        let token = [("Authorization", "Bearer \(TestDaemon.opsToken)")]
+        for (method, path, allow) in [
+            (HTTPMethod.POST, "/api/v1/orders/unlimint/AUTH-1/expectation", "PUT"),
+            (.GET, "/api/v1/orders/unlimint/AUTH-1/expectation", "PUT"),
+            (.PUT, "/api/v1/orders/unlimint/AUTH-1", "GET, HEAD"),
+            (.DELETE, "/api/v1/orders", "GET, HEAD"),
+            (.POST, "/metrics", "GET, HEAD"),
+        ] {
+            let answer = try await daemon.send(method, path, body: method == .GET ? nil : [], headers: token, port: daemon.ports.ops)
+            #expect(answer.status == 405, "\(method) \(path)")
+            #expect(answer.headers["Allow"] == [allow], "\(method) \(path)")
+            #expect(answer.text == #"{"error":"method not allowed"}"#)
+        }
+        for path in ["/metrics", "/api/v1/orders", "/api/v1/orders/unlimint/AUTH-1"] {
+            let head = try await daemon.send(.HEAD, path, body: nil, headers: token, port: daemon.ports.ops)
+            #expect(head.status == 200, "\(path)")
+            #expect(head.body.isEmpty)
+        }
 
         let put = try await daemon.send(.PUT, ops: "/api/v1/orders/unlimint/AUTH-2/expectation",
                                         body: #"{"amount":"1.00","currency":"USD"}"#, token: nil)

@@ -8,8 +8,11 @@ import NIOCore
 enum Routes {
     static func providerRouter(endpoint: ProviderEndpoint, health: HealthEndpoints) -> Router<IPNRequestContext> {
         let router = Router(context: IPNRequestContext.self)
-        router.add(middleware: MethodNotAllowedMiddleware(pathPrefixes: ["/ipn/"], allowed: [.post]))
-        router.add(middleware: MethodNotAllowedMiddleware(exactPaths: ["/healthz", "/readyz"], allowed: [.get, .head]))
+        router.add(middleware: NotFoundMiddleware(json: false))
+        router.add(middleware: MethodNotAllowedMiddleware(json: false, rules: [
+            .init(allowed: [.post]) { $0.hasPrefix("/ipn/") },
+            .init(allowed: [.get, .head]) { $0 == "/healthz" || $0 == "/readyz" },
+        ]))
         router.post("/ipn/:provider") { request, context in
             await endpoint.handle(
                 request, context: context, providerName: context.parameters.get("provider") ?? "", accountName: "default")
@@ -28,9 +31,14 @@ enum Routes {
         api: OpsAPI, health: HealthEndpoints, metrics: MetricsEndpoint, tokenDigests: [[UInt8]]
     ) -> Router<IPNRequestContext> {
         let router = Router(context: IPNRequestContext.self)
+        router.add(middleware: NotFoundMiddleware(json: true))
         router.add(middleware: BearerAuthMiddleware(tokenDigests: tokenDigests))
-        router.add(middleware: MethodNotAllowedMiddleware(
-            exactPaths: ["/healthz", "/readyz", "/metrics", "/api/v1/orders", "/api/v1/notifications"], allowed: [.get, .head]))
+        router.add(middleware: MethodNotAllowedMiddleware(json: true, rules: [
+            .init(allowed: [.get, .head]) { ["/healthz", "/readyz", "/metrics", "/api/v1/orders", "/api/v1/notifications"].contains($0) },
+            // /api/v1/orders/{provider}/{order_ref}[/expectation]
+            .init(allowed: [.put]) { $0.hasPrefix("/api/v1/orders/") && $0.hasSuffix("/expectation") },
+            .init(allowed: [.get, .head]) { $0.hasPrefix("/api/v1/orders/") },
+        ]))
         health.register(on: router)
         metrics.register(on: router)
         api.register(on: router)
@@ -44,7 +52,7 @@ struct MetricsEndpoint: Sendable {
     let store: Store
 
     func register(on router: Router<IPNRequestContext>) {
-        router.get("/metrics") { _, _ in
+        router.getAndHead("/metrics") { _, _ in
             var headers = HTTPFields()
             headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
             return Response(status: .ok, headers: headers,
@@ -59,8 +67,8 @@ struct HealthEndpoints: Sendable {
     let logger: Logger
 
     func register(on router: Router<IPNRequestContext>) {
-        router.get("/healthz") { _, _ in Response.plain(200, "ok\n") }
-        router.get("/readyz") { _, _ in await readiness() }
+        router.getAndHead("/healthz") { _, _ in Response.plain(200, "ok\n") }
+        router.getAndHead("/readyz") { _, _ in await readiness() }
     }
 
     func readiness() async -> Response {
@@ -75,24 +83,57 @@ struct HealthEndpoints: Sendable {
 }
 
 /// Answers 405 with `Allow` for methods a path does not take (the router alone would say 404).
+/// The first rule whose path test matches decides.
 struct MethodNotAllowedMiddleware: RouterMiddleware {
     typealias Context = IPNRequestContext
-    let pathPrefixes: [String]
-    let exactPaths: [String]
-    let allowed: [HTTPRequest.Method]
 
-    init(pathPrefixes: [String] = [], exactPaths: [String] = [], allowed: [HTTPRequest.Method]) {
-        self.pathPrefixes = pathPrefixes
-        self.exactPaths = exactPaths
-        self.allowed = allowed
+    struct Rule: Sendable {
+        let allowed: [HTTPRequest.Method]
+        let matches: @Sendable (String) -> Bool
+
+        init(allowed: [HTTPRequest.Method], matches: @escaping @Sendable (String) -> Bool) {
+            self.allowed = allowed
+            self.matches = matches
+        }
     }
+
+    /// JSON bodies, as on the ops listener.
+    let json: Bool
+    let rules: [Rule]
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let path = request.uri.path
-        let covered = exactPaths.contains(path) || pathPrefixes.contains { path.hasPrefix($0) }
-        guard covered, !allowed.contains(request.method) else { return try await next(request, context) }
-        var response = Response.plain(405, "method not allowed\n")
-        response.headers[.allow] = allowed.map(\.rawValue).joined(separator: ", ")
+        guard let rule = rules.first(where: { $0.matches(path) }), !rule.allowed.contains(request.method) else {
+            return try await next(request, context)
+        }
+        var response = json ? Response.json(405, RecordJSON.error("method not allowed")) : .plain(405, "method not allowed\n")
+        response.headers[.allow] = rule.allowed.map(\.rawValue).joined(separator: ", ")
         return response
+    }
+}
+
+/// A path no route takes: 404 with a short body (JSON on the ops listener) instead of an empty one.
+struct NotFoundMiddleware: RouterMiddleware {
+    typealias Context = IPNRequestContext
+    let json: Bool
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let error as HTTPError where error.status == .notFound {
+            return json ? .json(404, RecordJSON.error("no such route: \(request.uri.path.prefix(200))")) : .plain(404, "not found\n")
+        }
+    }
+}
+
+extension Router where Context == IPNRequestContext {
+    /// `GET path`, and `HEAD path` answering the same status and headers without the body.
+    func getAndHead(_ path: RouterPath, use handler: @escaping @Sendable (Request, Context) async throws -> Response) {
+        get(path, use: handler)
+        head(path) { request, context in
+            var response = try await handler(request, context)
+            response.body = ResponseBody()
+            return response
+        }
     }
 }

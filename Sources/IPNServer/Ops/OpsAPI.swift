@@ -22,14 +22,14 @@ struct OpsAPI: Sendable {
     var store: Store { inbox.store }
 
     func register(on router: Router<IPNRequestContext>) {
-        router.get("/api/v1/orders") { request, _ in await listOrders(request) }
-        router.get("/api/v1/orders/:provider/:order_ref") { request, context in
+        router.getAndHead("/api/v1/orders") { request, _ in await listOrders(request) }
+        router.getAndHead("/api/v1/orders/:provider/:order_ref") { request, context in
             await showOrder(request, provider: context.pathParameter("provider"), orderRef: context.pathParameter("order_ref"))
         }
         router.put("/api/v1/orders/:provider/:order_ref/expectation") { request, context in
             await putExpectation(request, provider: context.pathParameter("provider"), orderRef: context.pathParameter("order_ref"))
         }
-        router.get("/api/v1/notifications") { request, _ in await listNotifications(request) }
+        router.getAndHead("/api/v1/notifications") { request, _ in await listNotifications(request) }
     }
 
     func listOrders(_ request: Request) async -> Response {
