@@ -165,15 +165,18 @@ struct ExpectOrder: AsyncParsableCommand {
         let config = try options.load(secrets: .skip)
         try Accounts.requireName(config, provider: provider, account: account)
         let amount = try money()
-        let state: OrderState
+        let outcome: ExpectationOutcome
         do {
-            state = try ExpectationWriter.set(
+            outcome = try ExpectationWriter.set(
                 storePath: config.store.path, provider: provider, account: account, orderRef: orderRef, amount: amount)
         } catch {
             Console.error("store unavailable: \(error)")
             throw ExitStatus.storeUnavailable
         }
-        Console.output("expectation registered: \(provider)/\(account) order \(orderRef) must be paid with \(amount) (order is \(state.rawValue))")
+        Console.output("expectation registered: \(provider)/\(account) order \(orderRef) must be paid with \(amount) (order is \(outcome.state.rawValue))")
+        if let mismatch = outcome.mismatch {
+            Console.error("warning: flagged amount_mismatch: \(mismatch)")
+        }
     }
 
     private func money() throws -> Money {

@@ -14,7 +14,7 @@ public enum ExpectationWriter {
         orderRef: String,
         amount: Money,
         busyTimeout: TimeInterval = 10
-    ) throws(StoreError) -> OrderState {
+    ) throws(StoreError) -> ExpectationOutcome {
         guard FileManager.default.fileExists(atPath: storePath) else {
             throw StoreError(message: "no store at \(storePath) (has ipnd serve run with this config?)")
         }
@@ -27,18 +27,18 @@ public enum ExpectationWriter {
             let queue = try DatabaseQueue(path: storePath, configuration: configuration)
             defer { try? queue.close() }
             return try queue.writeWithoutTransaction { db in
-                var state = OrderState.expected
+                var outcome = ExpectationOutcome(state: .expected, mismatch: nil)
                 try db.inTransaction(.immediate) {
                     guard try db.tableExists("orders") else {
                         throw StoreError(message: "\(storePath) is not an ipnd store (no orders table)")
                     }
                     let now = Timestamp.format(epochMilliseconds: Int64(Date().timeIntervalSince1970 * 1000))
                     let tx = WriteContext(db: db, now: now, statements: WriteStatements(db))
-                    state = try Expectations.set(
+                    outcome = try Expectations.set(
                         tx, scope: Scope(provider: provider, account: account), orderRef: orderRef, amount: amount)
                     return .commit
                 }
-                return state
+                return outcome
             }
         } catch {
             throw StoreError(error, doing: "register the expectation in \(storePath)")

@@ -39,7 +39,7 @@ public final class Inbox: Sendable {
         account: String,
         orderRef: String,
         amount: Money
-    ) async throws(StoreError) -> OrderState {
+    ) async throws(StoreError) -> ExpectationOutcome {
         try await writer.submit { tx in
             try Expectations.set(tx, scope: Scope(provider: provider, account: account), orderRef: orderRef,
                                  amount: amount)
@@ -61,15 +61,30 @@ public final class Inbox: Sendable {
     }
 }
 
+/// What registering an expectation found.
+public struct ExpectationOutcome: Sendable, Equatable {
+    /// The order's state (`expected` when the expectation created it).
+    public let state: OrderState
+    /// Why the order was flagged `amount_mismatch`: it was already authorized or paid with
+    /// another amount.
+    public let mismatch: String?
+}
+
 enum Expectations {
-    static func set(_ tx: WriteContext, scope: Scope, orderRef: String, amount: Money) throws -> OrderState {
+    static func set(_ tx: WriteContext, scope: Scope, orderRef: String, amount: Money) throws -> ExpectationOutcome {
         let (db, now) = (tx.db, tx.now)
-        if let order = try OrderRow.fetch(tx, scope: scope, orderRef: orderRef) {
+        if var order = try OrderRow.fetch(tx, scope: scope, orderRef: orderRef) {
             try db.execute(
                 sql: "UPDATE orders SET expected_amount_minor = ?, expected_currency = ?, updated_at = ? WHERE id = ?",
                 arguments: [amount.minor, amount.currency, now, order.id]
             )
-            return order.state
+            let mismatch = OrderStateMachine.expectationConflict(order: order.snapshot, expected: amount)
+            if mismatch != nil, !order.flags.contains(OrderFlag.amountMismatch.rawValue) {
+                order.flags.append(OrderFlag.amountMismatch.rawValue)
+                order.updatedAt = now
+                try order.update(tx)
+            }
+            return ExpectationOutcome(state: order.state, mismatch: mismatch)
         }
         var order = try OrderRow.insert(
             tx, scope: scope, orderRef: orderRef, state: .expected, amount: nil, refundedMinor: 0,
@@ -84,6 +99,6 @@ enum Expectations {
             sql: "INSERT INTO transitions (order_id, from_state, to_state, at, notification_id) VALUES (?, NULL, ?, ?, NULL)",
             arguments: [order.id, OrderState.expected.rawValue, now]
         )
-        return .expected
+        return ExpectationOutcome(state: .expected, mismatch: nil)
     }
 }

@@ -226,6 +226,14 @@ struct QueryCommandTests {
         #expect(again.stdout.contains("paid"))
         try await daemon.deliver("unlimint", order: "X-2", status: "COMPLETED")
         #expect(try daemon.orderState("X-2") == "paid")
+        // Registered after it was paid 10.00 USD: the order is flagged and the command warns.
+        let late = try await ipnd(["orders", "expect", "unlimint", "X-2", "--amount", "99.00", "--currency", "USD", "--config", config])
+        #expect(late.status == 0)
+        #expect(late.stderr.contains("warning: flagged amount_mismatch: order is paid with 10.00 USD, not the expected 99.00 USD"),
+                "\(late.stderr)")
+        order = try parseJSONObject(try await ipnd(["orders", "show", "unlimint", "X-2", "--config", config, "--format", "json"]).stdout)
+        #expect(order["flags"] as? [String] == ["amount_mismatch"])
+        #expect(order.string("state") == "paid")
         try await daemon.stop()
     }
 }

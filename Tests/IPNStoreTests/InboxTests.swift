@@ -223,9 +223,9 @@ struct InboxTests {
     @Test("expectations: another amount is a mismatch that flags the order and does not transition", arguments: commitPaths)
     func expectations(maxBatch: Int) async throws {
         let store = try TemporaryStore(maxBatch: maxBatch)
-        let state = try await store.inbox.setExpectation(provider: "test", account: "default", orderRef: "O1",
-                                                          amount: Money(minor: 1234, currency: "USD"))
-        #expect(state == .expected)
+        let outcome = try await store.inbox.setExpectation(provider: "test", account: "default", orderRef: "O1",
+                                                            amount: Money(minor: 1234, currency: "USD"))
+        #expect(outcome == ExpectationOutcome(state: .expected, mismatch: nil))
         let wrong = notification("wrong", .transition(.paid), amount: Money(minor: 1200, currency: "USD"))
         #expect(try await store.inbox.record(.verified(request(), wrong)).verdict == .mismatch)
         var detail = try #require(try await store.order("O1"))
@@ -238,6 +238,29 @@ struct InboxTests {
         #expect(detail.order.state == .paid)
         #expect(detail.transitions.map(\.to) == [.expected, .paid])
         #expect(detail.transitions.first?.notificationID == nil)
+    }
+
+    @Test("an expectation registered after the order was paid with another amount flags it; a matching one does not",
+          arguments: commitPaths)
+    func lateExpectation(maxBatch: Int) async throws {
+        let store = try TemporaryStore(maxBatch: maxBatch)
+        _ = try await store.inbox.record(.verified(request(), notification("paid", .transition(.paid))))  // 5.00 USD
+        let same = try await store.inbox.setExpectation(provider: "test", account: "default", orderRef: "O1",
+                                                        amount: Money(minor: 500, currency: "USD"))
+        #expect(same == ExpectationOutcome(state: .paid, mismatch: nil))
+        #expect(try await store.order("O1")?.order.flags == [])
+        let other = try await store.inbox.setExpectation(provider: "test", account: "default", orderRef: "O1",
+                                                         amount: Money(minor: 1234, currency: "USD"))
+        #expect(other.state == .paid)
+        #expect(other.mismatch?.contains("not the expected 12.34 USD") == true, "\(String(describing: other.mismatch))")
+        let detail = try #require(try await store.order("O1"))
+        #expect(detail.order.state == .paid)
+        #expect(detail.order.flags == ["amount_mismatch"])
+        // A pending order's amount is not yet a payment: no flag until one arrives.
+        _ = try await store.inbox.record(.verified(request(), notification("pending", .transition(.pending), order: "O2")))
+        let pending = try await store.inbox.setExpectation(provider: "test", account: "default", orderRef: "O2",
+                                                           amount: Money(minor: 1234, currency: "USD"))
+        #expect(pending.mismatch == nil)
     }
 
     @Test("rejected requests are stored with their reason and never applied", arguments: commitPaths)

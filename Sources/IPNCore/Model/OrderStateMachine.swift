@@ -65,6 +65,14 @@ public enum OrderStateMachine {
         }
     }
 
+    /// Why an expectation registered for `order` disagrees with what it was already authorized
+    /// or paid with, if it does: the order is then flagged as if the notification came after.
+    public static func expectationConflict(order: OrderSnapshot, expected: Money) -> String? {
+        let moneyMoved: Set<OrderState> = [.authorized, .paid, .partiallyRefunded, .refunded, .chargedBack]
+        guard moneyMoved.contains(order.state), let amount = order.amount, amount != expected else { return nil }
+        return "order is \(order.state.rawValue) with \(amount), not the expected \(expected)"
+    }
+
     private static func decideTransition(
         order: OrderSnapshot?,
         target: OrderState,

@@ -123,12 +123,18 @@ struct OpsAPI: Sendable {
         }
         let account = expectation.account
         return await answer {
-            let state = try await inbox.setExpectation(
+            let outcome = try await inbox.setExpectation(
                 provider: provider, account: account, orderRef: orderRef, amount: expectation.amount)
-            logger.info("expectation registered", metadata: [
+            var metadata: Logger.Metadata = [
                 "provider": "\(provider)", "account": "\(account)", "order_ref": "\(orderRef)",
-                "expected": "\(expectation.amount)", "order_state": "\(state.rawValue)", "via": "ops_api",
-            ])
+                "expected": "\(expectation.amount)", "order_state": "\(outcome.state.rawValue)", "via": "ops_api",
+            ]
+            if let mismatch = outcome.mismatch {
+                metadata["detail"] = "\(mismatch)"
+                logger.warning("expectation registered; order flagged amount_mismatch", metadata: metadata)
+            } else {
+                logger.info("expectation registered", metadata: metadata)
+            }
             let detail = try await store.read { db in
                 try Queries.order(db, provider: provider, account: account, orderRef: orderRef)
             }
