@@ -191,11 +191,11 @@ struct ExpectOrder: AsyncParsableCommand {
 /// The table views of orders.
 enum OrderTables {
     static func list(_ orders: [OrderRecord]) -> String {
-        var table = TextTable(headers: ["PROVIDER", "ACCOUNT", "ORDER_REF", "STATE", "AMOUNT", "REFUNDED", "EXPECTED", "FLAGS", "UPDATED_AT"])
+        var table = TextTable(headers: ["PROVIDER", "ACCOUNT", "ORDER_REF", "STATE", "AMOUNT", "REFUNDED", "EXPECTED", "FLAGS", "CREATED_AT", "UPDATED_AT"])
         for order in orders {
             table.rows.append([
                 order.provider, order.account, order.orderRef, order.state.rawValue, amount(order.amount),
-                refunded(order), amount(order.expected), flags(order.flags), order.updatedAt,
+                refunded(order), amount(order.expected), flags(order.flags), order.createdAt, order.updatedAt,
             ])
         }
         return table.text

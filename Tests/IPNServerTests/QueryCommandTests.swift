@@ -95,6 +95,8 @@ struct QueryCommandTests {
         #expect(lines.count == 6)
         let header = try #require(lines.first)
         #expect(header.hasPrefix("PROVIDER"))
+        // The creation time the list is ordered by, then the last change.
+        #expect(header.hasSuffix("CREATED_AT                UPDATED_AT"), "\(header)")
         let stateColumn = try #require(header.range(of: "STATE")).lowerBound.utf16Offset(in: header)
         let states = lines.dropFirst().map { line in
             String(line.dropFirst(stateColumn).prefix { $0 != " " })
