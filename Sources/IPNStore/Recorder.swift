@@ -127,10 +127,11 @@ enum Recorder {
         } else if order == nil, let orderRef = notification.orderRef {
             // A notification that names an unknown order creates it whatever its kind
             // (product.md section 5). One with no state effect (a payout, a chargeback stage,
-            // an unknown status) says nothing about the payment yet: the order starts at the
-            // lowest rank, `expected`, without a transition, so any later notification applies.
+            // an unknown status) says nothing settled about the payment: the order starts
+            // `pending`, without a transition (`expected` is only for orders known from an
+            // expectation alone), and any later notification above pending applies.
             order = try OrderRow.insert(
-                tx, scope: scope, orderRef: orderRef, state: .expected,
+                tx, scope: scope, orderRef: orderRef, state: .pending,
                 amount: notification.describesThePayment ? notification.amount : nil,
                 refundedMinor: 0, providerTxnID: txnID
             )

@@ -97,7 +97,7 @@ struct ProviderHTTPTests {
         #expect(unknownAnswer.status == 200)
         #expect(unknownAnswer.text == expected.ackBody)
         #expect(try daemon.verdicts(orderRef: unknownOrder) == ["unknown_status"])
-        #expect(try daemon.orderState(unknownOrder, provider: expected.name) == "expected")  // named, so created; no status known yet
+        #expect(try daemon.orderState(unknownOrder, provider: expected.name) == "pending")  // named, so created; nothing settled yet
         #expect(try daemon.count("SELECT COUNT(*) FROM transitions") == 1)
         try await daemon.stop()
     }
