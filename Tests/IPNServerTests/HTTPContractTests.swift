@@ -30,6 +30,11 @@ struct HTTPContractTests {
             #expect(answer.headers["Allow"] == ["POST"])
         }
         #expect(try await daemon.send(.POST, "/healthz", body: [], headers: [], port: daemon.ports.provider).status == 405)
+        #expect(try await daemon.get("/ipn/unlimint/default").status == 405)
+        // A route to no provider or account does not exist, whatever the method.
+        for path in ["/ipn/paypal", "/ipn/unlimint/nosuchshop", "/ipn/unlimint/default/extra"] {
+            #expect(try await daemon.get(path).status == 404, "\(path)")
+        }
         #expect(try daemon.count("SELECT COUNT(*) FROM notifications") == 0)
         // HEAD on the health endpoints, as load balancers send it: GET's status, no body.
         for path in ["/healthz", "/readyz"] {

@@ -128,6 +128,14 @@ struct ProviderEndpoint: Sendable {
         return Response(answer)
     }
 
+    /// Whether `path` is `/ipn/{provider}[/{account}]` of a configured account.
+    func servesAccount(atPath path: String) -> Bool {
+        let parts = path.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 3 || parts.count == 4, parts[0].isEmpty, parts[1] == "ipn" else { return false }
+        let account = parts.count == 4 ? String(parts[3]) : "default"
+        return config.account(provider: String(parts[2]), name: account) != nil
+    }
+
     /// 413, and the connection ends with it: the body is not read past the limit (product.md
     /// section 3). Left open, Hummingbird would read and discard whatever the client kept
     /// sending, without end, to reach the next request.

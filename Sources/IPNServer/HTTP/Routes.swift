@@ -10,7 +10,8 @@ enum Routes {
         let router = Router(context: IPNRequestContext.self)
         router.add(middleware: NotFoundMiddleware(json: false))
         router.add(middleware: MethodNotAllowedMiddleware(json: false, rules: [
-            .init(allowed: [.post]) { $0.hasPrefix("/ipn/") },
+            // Only for accounts that exist: a route to nothing is 404 whatever the method.
+            .init(allowed: [.post]) { endpoint.servesAccount(atPath: $0) },
             .init(allowed: [.get, .head]) { $0 == "/healthz" || $0 == "/readyz" },
         ]))
         router.post("/ipn/:provider") { request, context in
