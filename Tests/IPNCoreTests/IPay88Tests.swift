@@ -231,12 +231,28 @@ struct IPay88Tests {
         #expect(other.dedupKey == "T2|1")
     }
 
+    @Test("a genuine signature replayed with the Amount written another way (1.00 as 100) is refused")
+    func amountLayoutReplay() throws {
+        let genuine = Self.fields(amount: "1.00")
+        let signature = IPay88.signature(genuine, merchantKey: "k", algorithm: .sha256)
+        let provider = IPay88(merchantCode: "M1", merchantKeys: ["k"])
+        #expect(try provider.verify(post(pairs(genuine, signature: signature))).amount == Money(minor: 100, currency: "MYR"))
+        for forged in ["100", "10.0", "1,00"] {
+            var fields = genuine
+            fields.amount = forged
+            let reason = rejectionReason { () throws(Rejection) in try provider.verify(post(pairs(fields, signature: signature))) }
+            #expect(reason == .badAmount, "\(forged)")
+        }
+    }
+
     @Test func amounts() throws {
-        let good: [(String, Int64)] = [("1,278.99", 127_899), ("1278.99", 127_899), ("0.50", 50), ("12.3", 1230), ("1,000,000.00", 100_000_000), ("7", 700)]
+        let good: [(String, Int64)] = [("1,278.99", 127_899), ("1278.99", 127_899), ("0.50", 50), ("1,000,000.00", 100_000_000)]
         for (amount, minor) in good {
             #expect(try Self.verify(Self.fields(amount: amount)).amount == Money(minor: minor, currency: "MYR"), "\(amount)")
         }
-        for bad in ["6.035", "1,27.99", "1278,99", "12,34", "1.278.99", "-1.00", "1e2", " 1.00", "0,100.00"] {
+        // The signature covers only the digits: "1.00", "10.0" and "100" sign alike, so only
+        // the form with the currency's two decimals is taken.
+        for bad in ["6.035", "1,27.99", "1278,99", "12,34", "1.278.99", "-1.00", "1e2", " 1.00", "0,100.00", "12.3", "7", "10.0", "100"] {
             #expect(rejectionReason { () throws(Rejection) in try Self.verify(Self.fields(amount: bad)) } == .badAmount, "\(bad)")
         }
         var unknown = Self.fields()

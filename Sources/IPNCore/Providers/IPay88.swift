@@ -270,6 +270,16 @@ struct IPay88Post {
         } catch {
             throw error.rejection
         }
+        // The signature covers the Amount's digits only: they must be the amount in minor
+        // units, or "1.00", "10.0" and "100" would all verify as one another.
+        guard Int64(signed.amountDigits) == amount.minor else {
+            let exponent = (try? Currency.exponent(of: signed.currency)) ?? 2
+            throw Rejection(
+                .badAmount,
+                "Amount \"\(signed.amount.prefix(40))\" must have exactly \(exponent) decimals for \(signed.currency): "
+                    + "its digits are what the signature covers"
+            )
+        }
         let effect: NotificationEffect = switch signed.status {
         case "1": .transition(.paid)
         case "0": .transition(.failed)
