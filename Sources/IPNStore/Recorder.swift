@@ -90,10 +90,13 @@ enum Recorder {
         var refundCounted = false
         var refundsRecorded: Int64 = 0
         if case .refund(let info) = notification.effect, let existing = order {
-            refundsRecorded = try Int64.fetchOne(
-                db.cachedStatement(sql: "SELECT COALESCE(SUM(amount_minor), 0) FROM refunds WHERE order_id = ?"),
-                arguments: [existing.id]
-            ) ?? 0
+            // Added up here, not with SQL's SUM, which fails the statement on overflow.
+            let amounts = try Int64?.fetchAll(
+                db.cachedStatement(sql: "SELECT amount_minor FROM refunds WHERE order_id = ?"), arguments: [existing.id])
+            for amount in amounts.compactMap({ $0 }) {
+                let (sum, overflow) = refundsRecorded.addingReportingOverflow(amount)
+                refundsRecorded = overflow ? .max : sum
+            }
             if let refundID = info.refundID {
                 refundCounted = try Bool.fetchOne(
                     db.cachedStatement(sql: "SELECT 1 FROM refunds WHERE order_id = ? AND refund_id = ?"),

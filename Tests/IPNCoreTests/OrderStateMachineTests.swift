@@ -278,6 +278,15 @@ struct OrderStateMachineTests {
         #expect(OrderStateMachine.decide(order: nil, notification: euros).verdict == .applied)
     }
 
+    @Test("refunds adding up past Int64 are a mismatch, not a trap")
+    func refundOverflow() {
+        let huge = note(.refund(RefundInfo(refundID: "R2", amount: Self.usd(.max))), kind: .refund)
+        let decision = OrderStateMachine.decide(order: order(.partiallyRefunded, refunded: 5), notification: huge, refundsRecordedMinor: 5)
+        #expect(decision.verdict == .mismatch)
+        #expect(decision.flag == .amountMismatch)
+        #expect(decision.refundedMinor == nil)
+    }
+
     @Test("an order said to be fully refunded has its whole amount refunded, whatever the event's own total")
     func fullySaidTotal() {
         // Juspay AUTO_REFUNDED carrying amount_refunded 0.

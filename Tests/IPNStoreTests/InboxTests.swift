@@ -164,6 +164,21 @@ struct InboxTests {
         #expect(try await store.count("SELECT COUNT(*) FROM refunds") == 0)
     }
 
+    @Test("refunds whose amounts add up past Int64 are stored as a mismatch; later ones still record", arguments: commitPaths)
+    func refundOverflow(maxBatch: Int) async throws {
+        let store = try TemporaryStore(maxBatch: maxBatch)
+        let big = Money(minor: .max - 10, currency: "USD")
+        func refund(_ id: String, _ amount: Money) -> VerifiedNotification {
+            notification(id, .refund(RefundInfo(refundID: id, amount: amount)), kind: .refund, amount: amount)
+        }
+        #expect(try await store.inbox.record(.verified(request(), refund("R1", big))).verdict == .applied)
+        #expect(try await store.inbox.record(.verified(request(), refund("R2", big))).verdict == .mismatch)
+        #expect(try await store.inbox.record(.verified(request(), refund("R3", Money(minor: 5, currency: "USD")))).verdict == .applied)
+        let detail = try #require(try await store.order("O1"))
+        #expect(detail.order.refundedMinor == .max - 5)
+        #expect(detail.order.flags == ["amount_mismatch"])
+    }
+
     @Test("transitions record from, to and the notification that caused them", arguments: commitPaths)
     func transitions(maxBatch: Int) async throws {
         let store = try TemporaryStore(maxBatch: maxBatch)

@@ -152,7 +152,10 @@ public enum OrderStateMachine {
             )
         }
         let previousTotal = order?.refundedMinor ?? 0
-        let added = (recorded ?? previousTotal) + (alreadyCounted ? 0 : (info.amount?.minor ?? 0))
+        let (added, overflow) = (recorded ?? previousTotal).addingReportingOverflow(alreadyCounted ? 0 : (info.amount?.minor ?? 0))
+        guard !overflow else {
+            return Decision(verdict: .mismatch, flag: .amountMismatch, explanation: "the refunds add up past what ipnd can count")
+        }
         var reported = info.cumulativeRefundedMinor
         if reported == nil, let remaining = info.remainingMinor, let orderAmount {
             reported = max(0, orderAmount.minor - remaining)
