@@ -17,4 +17,24 @@ struct LogfmtLogHandlerTests {
         let afterTimestamp = line.drop { $0 != " " }
         #expect(afterTimestamp == #" level=info msg="hello world" a=1 component=writer note="two words" provider=unlimint zone=from-logger"# + "\n")
     }
+
+    @Test("card numbers are masked in any logged value, also written next to other digits; other numbers are left alone",
+          arguments: [
+              ("4111111111111111", "411111******1111"),
+              ("card 4111 1111 1111 1111 exp", "card 411111******1111 exp"),
+              ("4111111111111111 2027", "411111******1111 2027"),
+              ("4111-1111-1111-1111-123", "411111******1111-123"),
+              ("12 4111 1111 1111 1111", "12 411111******1111"),
+              ("ref=5500000000000004,x", "ref=550000******0004,x"),
+              ("2000470534782760808453", "2000470534782760808453"),  // a 22-digit id, not a card
+              ("4111111111111112", "4111111111111112"),  // fails Luhn
+              ("order 123-456 2026-11-21", "order 123-456 2026-11-21"),
+          ])
+    func cardNumbers(value: String, logged: String) throws {
+        let output = LogOutput.capture()
+        let logger = Logger(label: "test") { LogfmtLogHandler(label: $0, output: output) }
+        logger.info("event", metadata: ["value": .string(value)])
+        let line = try #require(output.captured.first)
+        #expect(line.contains(logged), "\(line)")
+    }
 }

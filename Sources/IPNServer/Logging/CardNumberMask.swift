@@ -14,30 +14,46 @@ enum CardNumberMask {
                 index += 1
                 continue
             }
-            // Take a run of digits with single separators between them.
+            // A run of digit groups joined by single spaces or dashes.
+            var groups: [Range<Int>] = []
             var end = index
-            var digits: [UInt8] = []
-            var last = index
-            while end < scalars.count {
-                if isDigit(scalars[end]) {
-                    digits.append(UInt8(scalars[end].value - 48))
-                    last = end
-                    end += 1
-                } else if (scalars[end] == " " || scalars[end] == "-"), end + 1 < scalars.count, isDigit(scalars[end + 1]) {
-                    end += 1
-                } else {
-                    break
-                }
+            while end < scalars.count, isDigit(scalars[end]) {
+                let groupStart = end
+                while end < scalars.count, isDigit(scalars[end]) { end += 1 }
+                groups.append(groupStart..<end)
+                guard end + 1 < scalars.count, scalars[end] == " " || scalars[end] == "-", isDigit(scalars[end + 1]) else { break }
+                end += 1
             }
-            if (13...19).contains(digits.count), luhn(digits) {
-                let text = digits.map { String($0) }.joined()
-                out.append(contentsOf: (text.prefix(6) + String(repeating: "*", count: digits.count - 10) + text.suffix(4)).unicodeScalars)
-            } else {
-                out.append(contentsOf: scalars[index...last])
-            }
-            index = last + 1
+            appendMasked(groups, of: scalars, to: &out)
+            index = groups.last?.upperBound ?? end
         }
         return String(out)
+    }
+
+    /// Writes the run `groups`, masking each longest stretch of whole groups that holds a card
+    /// number: 13 to 19 digits passing the Luhn check. A number written next to others
+    /// (`4111 1111 1111 1111 2027`, `4111-1111-1111-1111-123`) is found this way; a run of
+    /// digits without separators longer than 19 is left alone (transaction ids are).
+    private static func appendMasked(_ groups: [Range<Int>], of scalars: [Unicode.Scalar], to out: inout String.UnicodeScalarView) {
+        var first = 0
+        while first < groups.count {
+            var found: (last: Int, digits: [UInt8])?
+            var digits: [UInt8] = []
+            for last in first..<groups.count {
+                digits += scalars[groups[last]].map { UInt8($0.value - 48) }
+                if digits.count > 19 { break }
+                if digits.count >= 13, luhn(digits) { found = (last, digits) }
+            }
+            if first > 0 { out.append(scalars[groups[first].lowerBound - 1]) }  // the separator before
+            if let found {
+                let text = found.digits.map { String($0) }.joined()
+                out.append(contentsOf: (text.prefix(6) + String(repeating: "*", count: text.count - 10) + text.suffix(4)).unicodeScalars)
+                first = found.last + 1
+            } else {
+                out.append(contentsOf: scalars[groups[first]])
+                first += 1
+            }
+        }
     }
 
     /// Whether `value` has a run of 13 or more ASCII digits (single spaces or dashes allowed
