@@ -276,6 +276,10 @@ struct OrderStateMachineTests {
         // Against the expectation when the amount is not known yet.
         #expect(OrderStateMachine.decide(order: order(.expected, expected: Self.usd(1000)), notification: euros).verdict == .mismatch)
         #expect(OrderStateMachine.decide(order: nil, notification: euros).verdict == .applied)
+        // Juspay's refund events carry the order's amount and total, not the refund's own.
+        let rupees = note(.refund(RefundInfo(cumulativeRefundedMinor: 500, fullyRefunded: true,
+                                             orderAmount: Money(minor: 500, currency: "INR"))), kind: .refund)
+        #expect(OrderStateMachine.decide(order: order(.expected, expected: Self.usd(500)), notification: rupees).verdict == .mismatch)
     }
 
     @Test("refunds adding up past Int64 are a mismatch, not a trap")

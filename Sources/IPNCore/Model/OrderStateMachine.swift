@@ -145,7 +145,8 @@ public enum OrderStateMachine {
         recorded: Int64?
     ) -> Decision {
         let orderAmount = info.orderAmount ?? order?.amount
-        if let refunded = info.amount?.currency, let paid = order?.amount?.currency ?? order?.expected?.currency, refunded != paid {
+        if let refunded = info.amount?.currency ?? info.orderAmount?.currency,
+           let paid = order?.amount?.currency ?? order?.expected?.currency, refunded != paid {
             return Decision(
                 verdict: .mismatch, flag: .amountMismatch,
                 explanation: "a refund in \(refunded) for an order in \(paid) cannot be added to its total"
