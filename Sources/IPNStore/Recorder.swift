@@ -177,10 +177,15 @@ enum Recorder {
         var current: OrderRow? = order
         for row in waiting {
             let id: Int64 = row["id"]
-            guard let json: String = row["pending_effect"] else {
-                throw StoreError(message: "unlinked notification \(id) has no stored effect")
+            // One waiting row that cannot be read (stored by another version) must not stop the
+            // payment from being recorded: it stays unlinked, saying why, for people to look at.
+            guard let json: String = row["pending_effect"],
+                  let notification = try? JSONDecoder().decode(VerifiedNotification.self, from: Data(json.utf8)) else {
+                try db.cachedStatement(sql: "UPDATE notifications SET reason_detail = ? WHERE id = ?").execute(arguments: [
+                    "payment \(key) arrived, but this notification's stored effect cannot be read; not applied", id,
+                ])
+                continue
             }
-            let notification = try JSONDecoder().decode(VerifiedNotification.self, from: Data(json.utf8))
             _ = try apply(notification, to: &current, scope: scope, in: tx) { order, decision in
                 try db.cachedStatement(sql: """
                     UPDATE notifications SET verdict = ?, reason = ?, reason_detail = ?, order_id = ?, order_ref = ?,
@@ -226,7 +231,7 @@ enum Recorder {
     ) throws -> Int64 {
         let db = tx.db
         let detail = notification.flatMap { $0.detail.isEmpty ? nil : JSONText.object($0.detail) }
-        let effect = pendingEffect ? notification.flatMap { try? JSONEncoder().encode($0) }.map { String(decoding: $0, as: UTF8.self) } : nil
+        let effect = try pendingEffect ? notification.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) } : nil
         let insert = try RawStatement(tx, .notificationInsert)
         try insert.run(
             .text(request.provider), .text(request.account), .text(request.receivedAt), .text(request.clientIP),

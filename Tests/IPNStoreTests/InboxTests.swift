@@ -219,6 +219,31 @@ struct InboxTests {
         #expect(try await store.count("SELECT COUNT(*) FROM notifications WHERE verdict = 'unlinked'") == 0)
     }
 
+    @Test("a waiting notification whose stored effect cannot be read stays unlinked; the payment is still recorded",
+          arguments: commitPaths)
+    func unreadableWaitingEffect(maxBatch: Int) async throws {
+        let store = try TemporaryStore(maxBatch: maxBatch)
+        let capture = notification("capture", .transition(.paid), order: nil, kind: .capture, link: .requires("P3"))
+        let waiting = try await store.inbox.record(.verified(request(), capture))
+        #expect(waiting.verdict == .unlinked)
+        // As if stored by a version whose effect format this one cannot read.
+        try await DatabaseQueue(path: store.path).write { db in
+            try db.execute(sql: "UPDATE notifications SET pending_effect = '{\"from\":\"elsewhere\"}' WHERE id = ?",
+                           arguments: [waiting.notificationID])
+        }
+        let payment = notification("payment", .transition(.authorized), order: "PAY-3", link: .registers("P3"))
+        let outcome = try await store.inbox.record(.verified(request(), payment))
+        #expect(outcome.verdict == .applied)
+        #expect(outcome.orderState == .authorized)
+        let detail = try #require(try await store.order("PAY-3"))
+        #expect(detail.order.state == .authorized)
+        let reason = try await store.store.read { db in
+            try String.fetchOne(db, sql: "SELECT reason_detail FROM notifications WHERE id = ? AND verdict = 'unlinked'",
+                                arguments: [waiting.notificationID])
+        }
+        #expect(reason?.contains("cannot be read") == true)
+    }
+
     @Test("a capture waiting for a pending payment is applied when it links", arguments: commitPaths)
     func captureAfterPending(maxBatch: Int) async throws {
         let store = try TemporaryStore(maxBatch: maxBatch)
