@@ -182,6 +182,20 @@ struct ConfigLoaderTests {
         #expect(try ConfigDirectory().error(yaml + minimalProviders)?.key == key)
     }
 
+    @Test("an Antom public key under 2048 bits is refused, naming the key")
+    func smallAlipayKey() throws {
+        let key1024 = "MIGfMA0GCSqGSIb3DQEBAQUAA4GNADCBiQKBgQC2hjDyaTPq+HMN/4vc/+zumkI8qA8PncEW+FtX4pQ2fkxn+43usRPvEuI65+7wXF1zMPMw7yEoQYBIncepX1502Oy9aw7kbwERQppbF45fo8S4rEJZaVoT+02lmcmz9MMzs/DXFe13/FTe2PKgsDrW54sB3+Vu/QVJzhhN9RnonQIDAQAB"
+        let error = try ConfigDirectory().error("""
+            providers:
+              alipay:
+                - account: default
+                  client_id: C1
+                  public_key: "\(key1024)"
+            """)
+        #expect(error?.key == "providers.alipay[0].public_key")
+        #expect(error?.message.contains("1024-bit") == true, "\(String(describing: error))")
+    }
+
     @Test("a Juspay username with a colon, which Basic credentials can never carry, is refused")
     func juspayUsernameColon() throws {
         let error = try ConfigDirectory().error("""

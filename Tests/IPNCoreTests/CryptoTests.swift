@@ -3,6 +3,9 @@ import Testing
 
 @Suite("OpenSSL wrapper")
 struct CryptoTests {
+    /// A 1024-bit RSA SubjectPublicKeyInfo, base64 DER (made with openssl genpkey for this test).
+    static let rsa1024PublicKey = "MIGfMA0GCSqGSIb3DQEBAQUAA4GNADCBiQKBgQC2hjDyaTPq+HMN/4vc/+zumkI8qA8PncEW+FtX4pQ2fkxn+43usRPvEuI65+7wXF1zMPMw7yEoQYBIncepX1502Oy9aw7kbwERQppbF45fo8S4rEJZaVoT+02lmcmz9MMzs/DXFe13/FTe2PKgsDrW54sB3+Vu/QVJzhhN9RnonQIDAQAB"
+
     private let abc = Array("abc".utf8)
 
     @Test("digests match the published test vectors")
@@ -93,6 +96,9 @@ struct CryptoTests {
         pem += "-----END PUBLIC KEY-----\n"
         #expect(try RSAPublicKey(derOrPEM: pem).bits == 2048)
         #expect(throws: KeyError.notBase64) { try RSAPublicKey(derOrPEM: "not base64!") }
+        // Keys that can be factored are refused, public (to verify) and private (to simulate).
+        #expect(throws: KeyError.tooSmall(bits: 1024)) { try RSAPublicKey(derOrPEM: Self.rsa1024PublicKey) }
+        #expect(throws: KeyError.tooSmall(bits: 512)) { try RSAPrivateKey(pem: Fixture.text("rsa-512-private-key.pem")) }
         #expect(throws: KeyError.self) { try RSAPublicKey(derOrPEM: "AAAA") }
         #expect(throws: KeyError.self) { try RSAPrivateKey(pem: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n") }
     }

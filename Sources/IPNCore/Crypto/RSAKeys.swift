@@ -5,12 +5,17 @@ public enum KeyError: Error, Equatable, Sendable, CustomStringConvertible {
     case notBase64
     case notAKey(String)
     case notRSA
+    case tooSmall(bits: Int)
+
+    /// Smaller RSA keys can be factored; Antom's are 2048 bits.
+    public static let minimumBits = 2048
 
     public var description: String {
         switch self {
         case .notBase64: "is not base64 DER or PEM"
         case .notAKey(let detail): "is not a valid key (\(detail))"
         case .notRSA: "is not an RSA key"
+        case .tooSmall(let bits): "is a \(bits)-bit RSA key; at least \(KeyError.minimumBits) bits are required"
         }
     }
 }
@@ -37,6 +42,11 @@ public final class RSAPublicKey: @unchecked Sendable {
         guard EVP_PKEY_is_a(pkey, "RSA") == 1 else {
             EVP_PKEY_free(pkey)
             throw .notRSA
+        }
+        let bits = Int(EVP_PKEY_get_bits(pkey))
+        guard bits >= KeyError.minimumBits else {
+            EVP_PKEY_free(pkey)
+            throw .tooSmall(bits: bits)
         }
         guard let template = EVP_MD_CTX_new() else {
             EVP_PKEY_free(pkey)
@@ -98,6 +108,12 @@ public final class RSAPrivateKey: @unchecked Sendable {
         guard EVP_PKEY_is_a(pkey, "RSA") == 1 else {
             EVP_PKEY_free(pkey)
             throw .notRSA
+        }
+        // Also what makes signing below unable to fail on a key from the config.
+        let bits = Int(EVP_PKEY_get_bits(pkey))
+        guard bits >= KeyError.minimumBits else {
+            EVP_PKEY_free(pkey)
+            throw .tooSmall(bits: bits)
         }
         self.pkey = pkey
     }
