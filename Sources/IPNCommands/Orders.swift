@@ -14,7 +14,7 @@ struct Orders: AsyncParsableCommand {
 
 /// `--provider --account --since --limit`, shared by the list commands.
 struct ListFilterOptions: ParsableArguments {
-    @Option(help: "Only this provider (citcon, ipay88, alipay, unlimint, juspay).")
+    @Option(help: ArgumentHelp("Only this provider (\(ProviderRegistry.names))."))
     var provider: String?
 
     @Option(help: "Only this account.")
@@ -82,7 +82,7 @@ struct ShowOrder: AsyncParsableCommand {
 
     @OptionGroup var options: ConfigOptions
 
-    @Argument(help: "The provider (citcon, ipay88, alipay, unlimint, juspay).")
+    @Argument(help: ArgumentHelp("The provider (\(ProviderRegistry.names))."))
     var provider: String
 
     @Argument(help: "The merchant's order reference.")
@@ -134,7 +134,7 @@ struct ExpectOrder: AsyncParsableCommand {
 
     @OptionGroup var options: ConfigOptions
 
-    @Argument(help: "The provider (citcon, ipay88, alipay, unlimint, juspay).")
+    @Argument(help: ArgumentHelp("The provider (\(ProviderRegistry.names))."))
     var provider: String
 
     @Argument(help: "The merchant's order reference.")

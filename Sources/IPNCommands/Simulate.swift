@@ -13,16 +13,16 @@ struct Simulate: AsyncParsableCommand {
         abstract: "Send a correctly signed test notification to the running daemon, or print it as a curl command.",
         discussion: """
             The notification is signed with the account's secrets from the config (Alipay needs \
-            simulate_private_key_file). --status takes the provider's own status word: citcon success, \
-            ipay88 1, alipay S / F / PENDING, unlimint COMPLETED, juspay CHARGED, for example. Every run uses \
-            new provider ids, so it is never a duplicate. Prints the daemon's HTTP status and body; exits 0 \
-            only on a 2xx answer.
+            simulate_private_key_file). --status takes the provider's own status word; paid is \
+            \(ProviderRegistry.all.map { "\($0.name) \($0.simulationDefaults.paidStatus)" }.joined(separator: ", ")). \
+            Every run uses new provider ids, so it is never a duplicate. Prints the daemon's HTTP status and \
+            body; exits 0 only on a 2xx answer.
             """
     )
 
     @OptionGroup var options: ConfigOptions
 
-    @Argument(help: "The provider (citcon, ipay88, alipay, unlimint, juspay).")
+    @Argument(help: ArgumentHelp("The provider (\(ProviderRegistry.names))."))
     var provider: String
 
     @Option(help: "The merchant's order reference.")
@@ -34,7 +34,7 @@ struct Simulate: AsyncParsableCommand {
     @Option(help: "The amount in major units (default 10.00).")
     var amount: String = "10.00"
 
-    @Option(help: "The ISO 4217 currency (default USD; INR for juspay).")
+    @Option(help: ArgumentHelp("The ISO 4217 currency (default USD\(Self.otherCurrencies))."))
     var currency: String?
 
     @Option(help: "The account to sign for and post to.")
@@ -90,8 +90,14 @@ struct Simulate: AsyncParsableCommand {
         guard (200..<300).contains(answer.status.code) else { throw ExitCode.failure }
     }
 
+    /// `; INR for juspay`: the providers whose default currency is not USD.
+    private static var otherCurrencies: String {
+        ProviderRegistry.all.filter { $0.simulationDefaults.currency != "USD" }
+            .map { "; \($0.simulationDefaults.currency) for \($0.name)" }.joined()
+    }
+
     private func money() throws -> Money {
-        let currency = currency ?? (provider == "juspay" ? "INR" : "USD")
+        let currency = currency ?? ProviderRegistry.provider(named: provider)?.simulationDefaults.currency ?? "USD"
         do {
             return try Money.parseMajor(amount, currency: currency)
         } catch {

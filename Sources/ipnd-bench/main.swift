@@ -72,15 +72,10 @@ struct BenchGenerate: AsyncParsableCommand {
     }
 
     static func spec(for provider: String, index: Int, prefix: String) -> SimulationSpec {
-        let status: String
-        let amount: Money
-        switch provider {
-        case "citcon": (status, amount) = ("success", Money(minor: 1000 + Int64(index % 5000), currency: "USD"))
-        case "ipay88": (status, amount) = ("1", Money(minor: 127_899, currency: "MYR"))
-        case "alipay": (status, amount) = ("S", Money(minor: 4200, currency: "SGD"))
-        case "unlimint": (status, amount) = ("COMPLETED", Money(minor: 603, currency: "USD"))
-        default: (status, amount) = ("CHARGED", Money(minor: 60000, currency: "INR"))
-        }
+        let defaults = ProviderRegistry.provider(named: provider)?.simulationDefaults
+            ?? SimulationDefaults(paidStatus: "paid", currency: "USD")
+        let status = defaults.paidStatus
+        let amount = Money(minor: 1000 + Int64(index % 5000), currency: defaults.currency)
         return SimulationSpec(
             orderRef: "\(prefix)-\(provider)-\(index)", status: status, amount: amount, path: "/ipn/\(provider)",
             uniqueID: "\(prefix)\(index)", time: "2026-11-21T04:01:02Z")

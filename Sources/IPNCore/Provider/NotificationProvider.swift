@@ -23,9 +23,22 @@ public protocol NotificationProvider: Sendable {
 
     /// A correctly signed notification built from this account's secrets (`ipnd simulate`).
     func simulatedRequest(_ spec: SimulationSpec) throws(SimulationError) -> RawRequest
+    /// What `ipnd simulate` and the benchmark use when not told otherwise.
+    static var simulationDefaults: SimulationDefaults { get }
 
     /// What `check-config` shows about the account, with secrets redacted.
     var summary: [(key: String, value: String)] { get }
+}
+
+/// A provider's own status word for a paid notification and its usual currency.
+public struct SimulationDefaults: Sendable {
+    public let paidStatus: String
+    public let currency: String
+
+    public init(paidStatus: String, currency: String) {
+        self.paidStatus = paidStatus
+        self.currency = currency
+    }
 }
 
 extension NotificationProvider {

@@ -8,6 +8,9 @@ public enum ProviderRegistry {
         Juspay.self,
     ]
 
+    /// The names, for help texts: `citcon, ipay88, ...`.
+    public static var names: String { all.map { $0.name }.joined(separator: ", ") }
+
     /// The provider type serving route and config name `name`.
     public static func provider(named name: String) -> (any NotificationProvider.Type)? {
         all.first { $0.name == name }

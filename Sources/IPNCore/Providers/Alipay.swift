@@ -9,6 +9,7 @@ public struct Alipay: NotificationProvider {
         AccountKey("notify_path", .string, required: false),
         AccountKey("simulate_private_key_file", .fileContents, required: false),
     ]
+    public static let simulationDefaults = SimulationDefaults(paidStatus: "S", currency: "USD")
     public static let acknowledgement = ProviderAnswer(
         status: 200,
         contentType: "application/json",

@@ -8,6 +8,7 @@ public struct Citcon: NotificationProvider {
         AccountKey("api_secret", .secret, required: false),
         AccountKey("api_token", .secret, required: false),
     ]
+    public static let simulationDefaults = SimulationDefaults(paidStatus: "success", currency: "USD")
     public static let acknowledgement = ProviderAnswer.text(200, "ok")
 
     /// The two notification generations and how each is signed.

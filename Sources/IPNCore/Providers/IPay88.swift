@@ -8,6 +8,7 @@ public struct IPay88: NotificationProvider {
         AccountKey("merchant_key", .secret, required: true),
         AccountKey("signature", .string, required: false),
     ]
+    public static let simulationDefaults = SimulationDefaults(paidStatus: "1", currency: "USD")
     public static let acknowledgement = ProviderAnswer.text(200, "RECEIVEOK")
 
     /// How the signature string is hashed.

@@ -6,6 +6,7 @@ public struct Juspay: NotificationProvider {
         AccountKey("username", .secret, required: true),
         AccountKey("password", .secret, required: true),
     ]
+    public static let simulationDefaults = SimulationDefaults(paidStatus: "CHARGED", currency: "INR")
     public static let acknowledgement = ProviderAnswer.text(200, "OK")
 
     /// Webhook usernames and passwords: any listed username with any listed password verifies.

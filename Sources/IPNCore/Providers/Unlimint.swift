@@ -3,6 +3,7 @@
 public struct Unlimint: NotificationProvider {
     public static let name = "unlimint"
     public static let accountKeys = [AccountKey("callback_secret", .secret, required: true)]
+    public static let simulationDefaults = SimulationDefaults(paidStatus: "COMPLETED", currency: "USD")
     public static let acknowledgement = ProviderAnswer.text(200, "OK")
 
     /// Callback secrets, newest first or in any order: any one verifies (rotation).
