@@ -86,7 +86,7 @@ public final class Daemon: Sendable {
         let opsRouter = Routes.opsRouter(
             api: OpsAPI(config: config, inbox: inbox, logger: logger), health: health,
             metrics: MetricsEndpoint(registry: metricsRegistry, store: store),
-            tokenDigests: config.ops.tokenDigests)
+            tokenDigests: config.ops.tokenDigests, logger: logger)
         let opsApp = Application(
             router: opsRouter,
             server: .http1(

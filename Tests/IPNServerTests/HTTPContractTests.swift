@@ -101,6 +101,7 @@ struct HTTPContractTests {
         }
         #expect(try daemon.count("SELECT COUNT(*) FROM notifications") == 0)
         #expect(try await daemon.get("/healthz").status == 200)
+        #expect(daemon.logs.captured.contains { $0.contains("request body too large") && $0.contains("status=413") })
         try await daemon.stop()
     }
 

@@ -22,6 +22,10 @@ struct OpsAPITests {
                 #expect(!answer.text.contains("AUTH-1"))
             }
         }
+        // Each refusal is logged, without what the Authorization header held.
+        let refusals = daemon.logs.captured.filter { $0.contains("ops API request refused") }
+        #expect(refusals.count == guarded.count * 6)
+        #expect(refusals.allSatisfy { $0.contains("status=401") && !$0.contains("wrong-token") && !$0.contains("dGVzdC1vcHMtdG9rZW4") })
         #expect(try await daemon.api("/api/v1/orders").status == 200)
         #expect(try await daemon.get("/api/v1/orders", ops: true, headers: [("Authorization", "bearer  test-ops-token")]).status == 200)
         let unknown = try await daemon.api("/api/v1/no-such-endpoint")

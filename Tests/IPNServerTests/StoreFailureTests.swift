@@ -42,6 +42,10 @@ struct StoreFailureTests {
         #expect(refused.status == 503)
         #expect(refused.text != "OK")
         #expect(refused.headers["Retry-After"] == ["30"])
+        // The log line says which notification was refused, for whoever watches the 503s.
+        #expect(daemon.logs.captured.contains {
+            $0.contains("notification not stored") && $0.contains("order_ref=RO-2") && $0.contains("status=503")
+        })
         #expect(try await daemon.get("/readyz").status == 503)
         #expect(try daemon.count("SELECT COUNT(*) FROM notifications") == 1)
         #expect(try daemon.orderState("RO-2") == nil)

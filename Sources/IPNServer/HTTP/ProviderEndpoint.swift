@@ -23,7 +23,7 @@ struct ProviderEndpoint: Sendable {
         }
         let limit = config.server.maxBodyBytes
         if let declared = request.headers[.contentLength].flatMap({ Int($0) }), declared > limit {
-            return tooLarge(context: context, provider: providerName)
+            return tooLarge(context: context, provider: providerName, detail: "Content-Length \(declared)")
         }
         // Part by part rather than `collect(upTo:)`, so a body that ends early (the client went
         // away, or the request deadline closed the connection) is still kept as rejected with
@@ -33,7 +33,7 @@ struct ProviderEndpoint: Sendable {
         do {
             for try await part in request.body {
                 guard body.count + part.readableBytes <= limit else {
-                    return tooLarge(context: context, provider: providerName)
+                    return tooLarge(context: context, provider: providerName, detail: "body past \(limit) bytes")
                 }
                 body.append(contentsOf: part.readableBytesView)
             }
@@ -91,10 +91,12 @@ struct ProviderEndpoint: Sendable {
         do {
             outcome = try await inbox.record(entry)
         } catch {
-            logger.error(
-                "notification not stored",
-                metadata: ["provider": "\(providerName)", "account": "\(received.account)", "error": "\(error)"]
-            )
+            var verifiedOrderRef: String?
+            if case .verified(_, let notification) = entry { verifiedOrderRef = notification.orderRef }
+            logger.error("notification not stored", metadata: [
+                "provider": .string(providerName), "account": .string(received.account), "error": "\(error)",
+                "order_ref": .string(verifiedOrderRef ?? ""), "client_ip": .string(raw.clientIP ?? ""), "status": "503",
+            ])
             metrics.storeUnavailable(provider: providerName)
             tally.countStoreFailure()
             var response = Response.plain(503, "store unavailable, retry later\n")
@@ -139,8 +141,12 @@ struct ProviderEndpoint: Sendable {
     /// 413, and the connection ends with it: the body is not read past the limit (product.md
     /// section 3). Left open, Hummingbird would read and discard whatever the client kept
     /// sending, without end, to reach the next request.
-    private func tooLarge(context: IPNRequestContext, provider: String) -> Response {
+    private func tooLarge(context: IPNRequestContext, provider: String, detail: String) -> Response {
         metrics.tooLarge(provider: provider)
+        logger.warning("request body too large, not stored; connection closed", metadata: [
+            "provider": .string(provider), "detail": .string(detail), "limit": .stringConvertible(config.server.maxBodyBytes),
+            "peer": .string(context.peerAddress?.description ?? "unknown"), "status": "413",
+        ])
         context.channel.close(mode: .input, promise: nil)
         var response = Response.plain(413, "request body too large\n")
         response.headers[.connection] = "close"

@@ -29,11 +29,11 @@ enum Routes {
 
     /// Health, `/metrics` (no token: the ops listener is private) and the ops API (bearer token).
     static func opsRouter(
-        api: OpsAPI, health: HealthEndpoints, metrics: MetricsEndpoint, tokenDigests: [[UInt8]]
+        api: OpsAPI, health: HealthEndpoints, metrics: MetricsEndpoint, tokenDigests: [[UInt8]], logger: Logger
     ) -> Router<IPNRequestContext> {
         let router = Router(context: IPNRequestContext.self)
         router.add(middleware: NotFoundMiddleware(json: true))
-        router.add(middleware: BearerAuthMiddleware(tokenDigests: tokenDigests))
+        router.add(middleware: BearerAuthMiddleware(tokenDigests: tokenDigests, logger: logger))
         router.add(middleware: MethodNotAllowedMiddleware(json: true, rules: [
             .init(allowed: [.get, .head]) { ["/healthz", "/readyz", "/metrics", "/api/v1/orders", "/api/v1/notifications"].contains($0) },
             // /api/v1/orders/{provider}/{order_ref}[/expectation]

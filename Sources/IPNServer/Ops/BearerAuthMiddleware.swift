@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import IPNCore
+import Logging
 
 /// Guards the ops API (`/api/...`): `Authorization: Bearer <token>` whose SHA-256 is one of
 /// `ops.tokens_sha256`, compared in constant time against every digest. Anything else is 401
@@ -10,15 +11,22 @@ struct BearerAuthMiddleware: RouterMiddleware {
     typealias Context = IPNRequestContext
     let tokenDigests: [[UInt8]]
     let pathPrefix: String
+    let logger: Logger
 
-    init(tokenDigests: [[UInt8]], pathPrefix: String = "/api/") {
+    init(tokenDigests: [[UInt8]], pathPrefix: String = "/api/", logger: Logger) {
         self.tokenDigests = tokenDigests
         self.pathPrefix = pathPrefix
+        self.logger = logger
     }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard request.uri.path.hasPrefix(pathPrefix) else { return try await next(request, context) }
         guard accepts(request.headers[values: .authorization]) else {
+            // Never the header itself: it may be a real token sent to the wrong place.
+            logger.warning("ops API request refused: no valid bearer token", metadata: [
+                "path": .string(String(request.uri.path.prefix(200))),
+                "peer": .string(context.peerAddress?.description ?? "unknown"), "status": "401",
+            ])
             var response = Response.json(401, RecordJSON.error("a valid bearer token is required"))
             response.headers[.wwwAuthenticate] = "Bearer"
             return response
