@@ -11,7 +11,7 @@ enum Routes {
         router.add(middleware: NotFoundMiddleware(json: false))
         router.add(middleware: MethodNotAllowedMiddleware(json: false, rules: [
             // Only for accounts that exist: a route to nothing is 404 whatever the method.
-            .init(allowed: [.post]) { endpoint.servesAccount(atPath: $0) },
+            .init(allowed: [.post], exists: { endpoint.servesAccount(atPath: $0) }) { $0.hasPrefix("/ipn/") },
             .init(allowed: [.get, .head]) { $0 == "/healthz" || $0 == "/readyz" },
         ]))
         router.post("/ipn/:provider") { request, context in
@@ -90,10 +90,18 @@ struct MethodNotAllowedMiddleware: RouterMiddleware {
 
     struct Rule: Sendable {
         let allowed: [HTTPRequest.Method]
+        /// Whether the path names something that exists, asked only for a method not allowed
+        /// (a request with an allowed method pays nothing for it).
+        let exists: (@Sendable (String) -> Bool)?
         let matches: @Sendable (String) -> Bool
 
-        init(allowed: [HTTPRequest.Method], matches: @escaping @Sendable (String) -> Bool) {
+        init(
+            allowed: [HTTPRequest.Method],
+            exists: (@Sendable (String) -> Bool)? = nil,
+            matches: @escaping @Sendable (String) -> Bool
+        ) {
             self.allowed = allowed
+            self.exists = exists
             self.matches = matches
         }
     }
@@ -104,7 +112,8 @@ struct MethodNotAllowedMiddleware: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let path = request.uri.path
-        guard let rule = rules.first(where: { $0.matches(path) }), !rule.allowed.contains(request.method) else {
+        guard let rule = rules.first(where: { $0.matches(path) }), !rule.allowed.contains(request.method),
+              rule.exists?(path) ?? true else {
             return try await next(request, context)
         }
         var response = json ? Response.json(405, RecordJSON.error("method not allowed")) : .plain(405, "method not allowed\n")
