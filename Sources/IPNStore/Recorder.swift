@@ -104,8 +104,18 @@ enum Recorder {
                 ) ?? false
             }
         }
+        var snapshot = order?.snapshot
+        if let existing = order, existing.amount == nil, existing.refundedMinor > 0 {
+            // Refunds came first: their currency is the order's until a payment says otherwise.
+            snapshot?.refundCurrency = try String.fetchOne(
+                db.cachedStatement(sql: """
+                    SELECT currency FROM notifications
+                    WHERE order_id = ? AND kind = 'refund' AND verdict = 'applied' AND currency IS NOT NULL LIMIT 1
+                    """),
+                arguments: [existing.id])
+        }
         let decision = OrderStateMachine.decide(
-            order: order?.snapshot, notification: notification, refundAlreadyCounted: refundCounted,
+            order: snapshot, notification: notification, refundAlreadyCounted: refundCounted,
             refundsRecordedMinor: refundsRecorded)
 
         let previousState = order?.state

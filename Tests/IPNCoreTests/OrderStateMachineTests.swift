@@ -276,6 +276,15 @@ struct OrderStateMachineTests {
         // Against the expectation when the amount is not known yet.
         #expect(OrderStateMachine.decide(order: order(.expected, expected: Self.usd(1000)), notification: euros).verdict == .mismatch)
         #expect(OrderStateMachine.decide(order: nil, notification: euros).verdict == .applied)
+        // Refunds first: their currency stands for the order's until a payment comes.
+        let refundedInEuros = OrderSnapshot(state: .partiallyRefunded, refundedMinor: 300, refundCurrency: "EUR")
+        let dollars = OrderStateMachine.decide(order: refundedInEuros, notification: note(.transition(.paid), amount: Self.usd(1000)))
+        #expect(dollars.verdict == .mismatch)
+        #expect(dollars.flag == .amountMismatch)
+        #expect(dollars.orderAmount == nil)
+        #expect(OrderStateMachine.decide(order: refundedInEuros, notification: note(
+            .refund(RefundInfo(refundID: "R2", amount: Self.usd(100))), kind: .refund)).verdict == .mismatch)
+        #expect(OrderStateMachine.decide(order: refundedInEuros, notification: euros).verdict == .applied)
         // Juspay's refund events carry the order's amount and total, not the refund's own.
         let rupees = note(.refund(RefundInfo(cumulativeRefundedMinor: 500, fullyRefunded: true,
                                              orderAmount: Money(minor: 500, currency: "INR"))), kind: .refund)

@@ -162,6 +162,17 @@ struct InboxTests {
         #expect(detail.order.refundedMinor == 0)
         #expect(detail.order.flags == ["amount_mismatch"])
         #expect(try await store.count("SELECT COUNT(*) FROM refunds") == 0)
+
+        // The other way round: the euro refund is counted first, so the dollar payment is the
+        // mismatch, and its amount is not taken as the order's.
+        let refundFirst = notification("R2", .refund(RefundInfo(refundID: "R2", amount: euros)), order: "O2", kind: .refund, amount: euros)
+        #expect(try await store.inbox.record(.verified(request(), refundFirst)).verdict == .applied)
+        let payment = try await store.inbox.record(.verified(request(), notification("paid-2", .transition(.paid), order: "O2")))
+        #expect(payment.verdict == .mismatch)
+        let second = try #require(try await store.order("O2"))
+        #expect(second.order.flags == ["amount_mismatch"])
+        #expect(second.order.amount == nil)
+        #expect(second.order.refundedMinor == 300)
     }
 
     @Test("refunds whose amounts add up past Int64 are stored as a mismatch; later ones still record", arguments: commitPaths)
@@ -212,7 +223,8 @@ struct InboxTests {
         #expect(linked.verdict == .applied)
         #expect(linked.orderRef == "PAY-1")
         // A later capture for the same payment links at once.
-        let capture = notification("capture", .transition(.paid), order: nil, kind: .capture, link: .requires("P1"))
+        let capture = notification("capture", .transition(.paid), order: nil, kind: .capture,
+                                   amount: Money(minor: 4200, currency: "SGD"), link: .requires("P1"))
         let captured = try await store.inbox.record(.verified(request(), capture))
         #expect(captured.verdict == .stale)
         #expect(captured.orderRef == "PAY-1")

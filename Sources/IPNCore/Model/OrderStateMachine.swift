@@ -4,13 +4,22 @@ public struct OrderSnapshot: Sendable, Equatable {
     public var amount: Money?
     public var refundedMinor: Int64
     public var expected: Money?
+    /// The currency of the refunds counted so far, when the order's amount is not known yet
+    /// (refunds arrived first).
+    public var refundCurrency: String?
 
-    public init(state: OrderState, amount: Money? = nil, refundedMinor: Int64 = 0, expected: Money? = nil) {
+    public init(
+        state: OrderState, amount: Money? = nil, refundedMinor: Int64 = 0, expected: Money? = nil, refundCurrency: String? = nil
+    ) {
         self.state = state
         self.amount = amount
         self.refundedMinor = refundedMinor
         self.expected = expected
+        self.refundCurrency = refundCurrency
     }
+
+    /// The currency the order's money is in, from whatever is known first.
+    var knownCurrency: String? { amount?.currency ?? refundCurrency ?? expected?.currency }
 }
 
 /// What to do with an authentic notification.
@@ -109,7 +118,16 @@ public enum OrderStateMachine {
     /// covering it make the order refunded, and a refunded order's total becomes its amount.
     private static func decideLate(order: OrderSnapshot, target: OrderState, amount: Money?) -> Decision {
         let stale = "order is \(order.state.rawValue); \(target.rawValue) would go back"
-        guard order.amount == nil, let amount else { return Decision(verdict: .stale, explanation: stale) }
+        guard let amount else { return Decision(verdict: .stale, explanation: stale) }
+        // A payment in another currency than the order's money so far (its refunds, say) cannot
+        // be reconciled by arrival order: people must look.
+        if let known = order.amount?.currency ?? order.refundCurrency, known != amount.currency {
+            return Decision(
+                verdict: .mismatch, flag: .amountMismatch,
+                explanation: "\(stale); the payment is in \(amount.currency), the order's money so far in \(known)"
+            )
+        }
+        guard order.amount == nil else { return Decision(verdict: .stale, explanation: stale) }
         if let expected = order.expected, expected != amount {
             return Decision(verdict: .stale, explanation: "\(stale); its amount \(amount) is not the expected \(expected)")
         }
@@ -145,8 +163,7 @@ public enum OrderStateMachine {
         recorded: Int64?
     ) -> Decision {
         let orderAmount = info.orderAmount ?? order?.amount
-        if let refunded = info.amount?.currency ?? info.orderAmount?.currency,
-           let paid = order?.amount?.currency ?? order?.expected?.currency, refunded != paid {
+        if let refunded = info.amount?.currency ?? info.orderAmount?.currency, let paid = order?.knownCurrency, refunded != paid {
             return Decision(
                 verdict: .mismatch, flag: .amountMismatch,
                 explanation: "a refund in \(refunded) for an order in \(paid) cannot be added to its total"
