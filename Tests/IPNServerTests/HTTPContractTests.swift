@@ -71,37 +71,85 @@ struct HTTPContractTests {
         try await daemon.stop()
     }
 
-    @Test("after a 413 the connection ends: a client that keeps sending cannot make ipnd read past the limit",
-          arguments: [true, false])
-    func tooLargeEndsConnection(declared: Bool) async throws {
-        let daemon = try await TestDaemon.start(serverYAML: "  max_body_bytes: 1024")
-        let port = daemon.ports.provider
-        let (answer, sentBytes) = await onDedicatedThread { () -> (RawHTTP.Answer, Int) in
-            guard let fd = RawHTTP.connectLoopback(port: port) else { return (RawHTTP.Answer(status: nil), 0) }
+    /// Sends `head` and then up to 20 MB of body on one connection, stopping at the first send
+    /// the server refuses; then reads whatever comes back until the server closes.
+    static func streamPastAnswer(port: Int, head: String, chunked: Bool) async -> (sent: Int, received: String, closed: Bool) {
+        await onDedicatedThread {
+            guard let fd = RawHTTP.connectLoopback(port: port) else { return (0, "", false) }
             defer { close(fd) }
-            let framing = declared ? "Content-Length: 20000000" : "Transfer-Encoding: chunked"
-            RawHTTP.sendAll(fd, Array("POST /ipn/unlimint HTTP/1.1\r\nHost: x\r\n\(framing)\r\n\r\n".utf8))
+            RawHTTP.sendAll(fd, Array(head.utf8))
             let chunk = [UInt8](repeating: UInt8(ascii: "a"), count: 16384)
-            let piece = declared ? chunk : Array("4000\r\n".utf8) + chunk + Array("\r\n".utf8)
+            let piece = chunked ? Array("4000\r\n".utf8) + chunk + Array("\r\n".utf8) : chunk
             var timeout = timeval(tv_sec: 1, tv_usec: 0)
             setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-            // Up to 20 MB, stopping at the first refused send: a server still reading takes it all.
             var sent = 0
             while sent < 20_000_000 {
                 let count = piece.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
                 if count <= 0 { break }
                 sent += count
             }
-            return (RawHTTP.readAnswer(fd, timeout: 5), sent)
+            var received: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            let deadline = Date().addingTimeInterval(5)
+            var closed = false
+            while Date() < deadline {
+                let count = recv(fd, &buffer, buffer.count, 0)
+                if count > 0 {
+                    received += buffer[..<count]
+                } else if count == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+                    closed = true
+                    break
+                }
+            }
+            return (sent, String(decoding: received, as: UTF8.self), closed)
         }
-        #expect(sentBytes < 20_000_000, "ipnd read \(sentBytes) bytes after answering 413")
-        if let status = answer.status {  // a reset may reach the client before the answer does
-            #expect(status == 413)
-            #expect(answer.header("Connection") == "close")
+    }
+
+    @Test("after a 413 the connection ends with that one answer: a client that keeps sending cannot make ipnd read past the limit",
+          arguments: [false, true])
+    func tooLargeEndsConnection(chunked: Bool) async throws {
+        let daemon = try await TestDaemon.start(serverYAML: "  max_body_bytes: 1024")
+        let framing = chunked ? "Transfer-Encoding: chunked" : "Content-Length: 20000000"
+        let result = await Self.streamPastAnswer(
+            port: daemon.ports.provider, head: "POST /ipn/unlimint HTTP/1.1\r\nHost: x\r\n\(framing)\r\n\r\n", chunked: chunked)
+        #expect(result.sent < 20_000_000, "ipnd read \(result.sent) bytes after answering 413")
+        #expect(result.closed)
+        // A reset may reach the client before the answer does; if the answer came, it is the only one.
+        if !result.received.isEmpty {
+            #expect(result.received.hasPrefix("HTTP/1.1 413 "), "\(result.received)")
+            #expect(result.received.contains("Connection: close"))
+            #expect(result.received.components(separatedBy: "HTTP/1.1 ").count == 2, "\(result.received)")
         }
         #expect(try daemon.count("SELECT COUNT(*) FROM notifications") == 0)
         #expect(try await daemon.get("/healthz").status == 200)
         #expect(daemon.logs.captured.contains { $0.contains("request body too large") && $0.contains("status=413") })
+        try await daemon.stop()
+    }
+
+    @Test("a body sent where nothing reads it (an unknown route, a wrong method, an oversized expectation) ends the connection with the answer")
+    func unreadBodiesEndConnection() async throws {
+        let daemon = try await TestDaemon.start()
+        let token = "Authorization: Bearer \(TestDaemon.opsToken)\r\n"
+        for (port, head, status) in [
+            (daemon.ports.provider, "POST /ipn/paypal HTTP/1.1\r\nHost: x\r\nContent-Length: 20000000\r\n\r\n", 404),
+            (daemon.ports.provider, "POST /nothing HTTP/1.1\r\nHost: x\r\nContent-Length: 20000000\r\n\r\n", 404),
+            (daemon.ports.provider, "PUT /ipn/unlimint HTTP/1.1\r\nHost: x\r\nContent-Length: 20000000\r\n\r\n", 405),
+            (daemon.ports.ops, "POST /api/v1/orders/unlimint/R/expectation HTTP/1.1\r\nHost: x\r\n\(token)Content-Length: 20000000\r\n\r\n", 405),
+            (daemon.ports.ops, "PUT /api/v1/orders/unlimint/R/expectation HTTP/1.1\r\nHost: x\r\n\(token)Content-Length: 20000000\r\n\r\n", 413),
+        ] {
+            let result = await Self.streamPastAnswer(port: port, head: head, chunked: false)
+            #expect(result.sent < 20_000_000, "\(head): ipnd read \(result.sent) bytes")
+            #expect(result.closed, "\(head)")
+            if !result.received.isEmpty {
+                #expect(result.received.hasPrefix("HTTP/1.1 \(status) "), "\(head): \(result.received)")
+            }
+        }
+        // Without a body, an error answer keeps the connection for the next request.
+        let keepAlive = await RawHTTP.exchange(
+            port: daemon.ports.provider, Array("GET /nothing HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n".utf8),
+            expectSecond: true)
+        #expect(keepAlive.status == 404)
+        #expect(RawHTTP.parse(keepAlive.rest)?.status == 200)
         try await daemon.stop()
     }
 

@@ -118,7 +118,7 @@ struct MethodNotAllowedMiddleware: RouterMiddleware {
         }
         var response = json ? Response.json(405, RecordJSON.error("method not allowed")) : .plain(405, "method not allowed\n")
         response.headers[.allow] = rule.allowed.map(\.rawValue).joined(separator: ", ")
-        return response
+        return response.closingIfBodyUnread(request)
     }
 }
 
@@ -131,8 +131,22 @@ struct NotFoundMiddleware: RouterMiddleware {
         do {
             return try await next(request, context)
         } catch let error as HTTPError where error.status == .notFound {
-            return json ? .json(404, RecordJSON.error("no such route: \(request.uri.path.prefix(200))")) : .plain(404, "not found\n")
+            let response: Response = json
+                ? .json(404, RecordJSON.error("no such route: \(request.uri.path.prefix(200))")) : .plain(404, "not found\n")
+            return response.closingIfBodyUnread(request)
         }
+    }
+}
+
+extension Response {
+    /// With `Connection: close` when `request` came with a body nobody read: the connection
+    /// then ends with this answer rather than reading the body, of any size, to its end.
+    func closingIfBodyUnread(_ request: Request) -> Response {
+        let hasBody = request.headers[.transferEncoding] != nil || (request.headers[.contentLength].map { $0 != "0" } ?? false)
+        guard hasBody else { return self }
+        var response = self
+        response.headers[.connection] = "close"
+        return response
     }
 }
 

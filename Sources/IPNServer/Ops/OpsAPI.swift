@@ -103,11 +103,16 @@ struct OpsAPI: Sendable {
     }
 
     func putExpectation(_ request: Request, provider: String, orderRef: String) async -> Response {
+        var tooLarge = Response.json(413, RecordJSON.error("the body is larger than \(Self.maxExpectationBodyBytes) bytes"))
+        tooLarge.headers[.connection] = "close"  // the rest is not read
+        if let declared = request.headers[.contentLength].flatMap({ Int($0) }), declared > Self.maxExpectationBodyBytes {
+            return tooLarge
+        }
         let body: ByteBuffer
         do {
             body = try await request.body.collect(upTo: Self.maxExpectationBodyBytes)
         } catch {
-            return .json(413, RecordJSON.error("the body is larger than \(Self.maxExpectationBodyBytes) bytes"))
+            return tooLarge
         }
         let expectation: ExpectationBody
         do {
