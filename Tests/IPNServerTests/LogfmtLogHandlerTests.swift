@@ -18,6 +18,16 @@ struct LogfmtLogHandlerTests {
         #expect(afterTimestamp == #" level=info msg="hello world" a=1 component=writer note="two words" provider=unlimint zone=from-logger"# + "\n")
     }
 
+    @Test("a value with a no-break or other non-ASCII space is quoted, so it stays one field")
+    func nonASCIIQuoted() throws {
+        let output = LogOutput.capture()
+        let logger = Logger(label: "test") { LogfmtLogHandler(label: $0, output: output) }
+        logger.info("event", metadata: ["order_ref": "A\u{00A0}B", "name": "café"])
+        let line = try #require(output.captured.first)
+        #expect(line.contains("order_ref=\"A\u{00A0}B\""), "\(line)")
+        #expect(line.contains("name=\"café\""), "\(line)")
+    }
+
     @Test("card numbers are masked in any logged value, also written next to other digits; other numbers are left alone",
           arguments: [
               ("4111111111111111", "411111******1111"),
@@ -29,6 +39,10 @@ struct LogfmtLogHandlerTests {
               ("2000470534782760808453", "2000470534782760808453"),  // a 22-digit id, not a card
               ("4111111111111112", "4111111111111112"),  // fails Luhn
               ("order 123-456 2026-11-21", "order 123-456 2026-11-21"),
+              ("41111111111111112027", "411111******11112027"),  // a card number and an expiry, run together
+              ("ref 20274111111111111111", "ref 2027411111******1111"),
+              ("4111.1111.1111.1111", "411111******1111"),
+              ("amount 1234.56 at 10.0.0.1", "amount 1234.56 at 10.0.0.1"),
           ])
     func cardNumbers(value: String, logged: String) throws {
         let output = LogOutput.capture()

@@ -1,5 +1,5 @@
 /// Masks anything in a log value that looks like a full card number (13 to 19 digits,
-/// optionally grouped by spaces or dashes, passing the Luhn check) to its first six and last
+/// optionally grouped by spaces, dashes or dots, passing the Luhn check) to its first six and last
 /// four digits, so no log line ever carries a full PAN, whatever a provider or merchant put
 /// in a field that ends up logged.
 enum CardNumberMask {
@@ -21,7 +21,7 @@ enum CardNumberMask {
                 let groupStart = end
                 while end < scalars.count, isDigit(scalars[end]) { end += 1 }
                 groups.append(groupStart..<end)
-                guard end + 1 < scalars.count, scalars[end] == " " || scalars[end] == "-", isDigit(scalars[end + 1]) else { break }
+                guard end + 1 < scalars.count, isSeparator(scalars[end]), isDigit(scalars[end + 1]) else { break }
                 end += 1
             }
             appendMasked(groups, of: scalars, to: &out)
@@ -46,15 +46,43 @@ enum CardNumberMask {
             }
             if first > 0 { out.append(scalars[groups[first].lowerBound - 1]) }  // the separator before
             if let found {
-                let text = found.digits.map { String($0) }.joined()
-                out.append(contentsOf: (text.prefix(6) + String(repeating: "*", count: text.count - 10) + text.suffix(4)).unicodeScalars)
+                out.append(contentsOf: masked(found.digits).unicodeScalars)
                 first = found.last + 1
+            } else if let window = cardAtEdge(of: scalars[groups[first]].map { UInt8($0.value - 48) }) {
+                let group = groups[first]
+                let digits = scalars[group].map { UInt8($0.value - 48) }
+                out.append(contentsOf: scalars[group.lowerBound..<(group.lowerBound + window.lowerBound)])
+                out.append(contentsOf: masked(Array(digits[window])).unicodeScalars)
+                out.append(contentsOf: scalars[(group.lowerBound + window.upperBound)..<group.upperBound])
+                first += 1
             } else {
                 out.append(contentsOf: scalars[groups[first]])
                 first += 1
             }
         }
     }
+
+    private static func masked(_ digits: [UInt8]) -> String {
+        let text = digits.map { String($0) }.joined()
+        return text.prefix(6) + String(repeating: "*", count: text.count - 10) + text.suffix(4)
+    }
+
+    /// A card number run together with a few more digits (`41111111111111112027`, a PAN and an
+    /// expiry): the longest 13-19-digit stretch at the start or the end of a 20-25-digit group
+    /// that begins like a card network's number (3 to 6) and passes the Luhn check. Longer
+    /// groups, and stretches in the middle, are left alone: transaction ids are such digits.
+    private static func cardAtEdge(of digits: [UInt8]) -> Range<Int>? {
+        guard (20...25).contains(digits.count) else { return nil }
+        for length in (13...19).reversed() {
+            for window in [0..<length, (digits.count - length)..<digits.count]
+            where (3...6).contains(digits[window.lowerBound]) && luhn(Array(digits[window])) {
+                return window
+            }
+        }
+        return nil
+    }
+
+    private static func isSeparator(_ scalar: Unicode.Scalar) -> Bool { scalar == " " || scalar == "-" || scalar == "." }
 
     /// Whether `value` has a run of 13 or more ASCII digits (single spaces or dashes allowed
     /// between them), checked without allocating: most log values do not.
@@ -67,7 +95,7 @@ enum CardNumberMask {
                     digits += 1
                     if digits >= 13 { return true }
                     previousWasSeparator = false
-                } else if (byte == 32 || byte == 45), digits > 0, !previousWasSeparator {
+                } else if (byte == 32 || byte == 45 || byte == 46), digits > 0, !previousWasSeparator {
                     previousWasSeparator = true
                 } else {
                     digits = 0

@@ -88,11 +88,12 @@ public struct LogfmtLogHandler: LogHandler {
     }
 
     /// Appends `raw`, card numbers masked, quoted when it is empty or holds spaces, quotes,
-    /// `=`, backslashes or control characters.
+    /// `=`, backslashes, control characters or anything beyond ASCII.
     static func appendQuoted(_ raw: String, to out: inout [UInt8]) {
         CardNumberMask.mask(raw).withUTF8Bytes { value in
             let needsQuotes = value.isEmpty || value.contains { byte in
-                byte <= 0x20 || byte == 0x22 || byte == 0x3D || byte == 0x5C || byte == 0x7F
+                // Non-ASCII too: a no-break or other Unicode space would split the value for a reader.
+                byte <= 0x20 || byte == 0x22 || byte == 0x3D || byte == 0x5C || byte >= 0x7F
             }
             guard needsQuotes else {
                 out.append(contentsOf: value)
