@@ -7,9 +7,12 @@ public struct IPNRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     /// The TCP peer (the client, or the TLS proxy in front of ipnd).
     public let peerAddress: IPAddress?
+    /// The connection, for an answer that must end it (`Response.closingConnection`).
+    let channel: any Channel
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
+        channel = source.channel
         peerAddress = source.channel.remoteAddress.flatMap(IPAddress.init(socketAddress:))
     }
 }

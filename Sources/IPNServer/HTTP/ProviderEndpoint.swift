@@ -19,7 +19,7 @@ struct ProviderEndpoint: Sendable {
     func handle(_ request: Request, context: IPNRequestContext, providerName: String, accountName: String) async -> Response {
         let started = ContinuousClock.now
         guard let providerType = ProviderRegistry.provider(named: providerName) else {
-            return Response.plain(404, "unknown provider\n").closingIfBodyUnread(request)
+            return Response.plain(404, "unknown provider\n").closingIfBodyUnread(request, context: context)
         }
         let limit = config.server.maxBodyBytes
         if let declared = request.headers[.contentLength].flatMap({ Int($0) }), declared > limit {
@@ -138,18 +138,15 @@ struct ProviderEndpoint: Sendable {
         return config.account(provider: String(parts[2]), name: account) != nil
     }
 
-    /// 413, and the connection ends with it (`CloseAfterAnswerHandler`): the body is not read
-    /// past the limit (product.md section 3). Left open, Hummingbird would read and discard
-    /// whatever the client kept sending, without end, to reach the next request.
+    /// 413, and the connection ends with it: the body is not read past the limit (product.md
+    /// section 3).
     private func tooLarge(context: IPNRequestContext, provider: String, detail: String) -> Response {
         metrics.tooLarge(provider: provider)
         logger.warning("request body too large, not stored; connection closed", metadata: [
             "provider": .string(provider), "detail": .string(detail), "limit": .stringConvertible(config.server.maxBodyBytes),
             "peer": .string(context.peerAddress?.description ?? "unknown"), "status": "413",
         ])
-        var response = Response.plain(413, "request body too large\n")
-        response.headers[.connection] = "close"
-        return response
+        return Response.plain(413, "request body too large\n").closingConnection(context.channel)
     }
 }
 

@@ -1,9 +1,7 @@
-import HTTPTypes
 import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore
-import NIOHTTPTypes
 
 /// Hummingbird's HTTP/1 channel with a request deadline in front of the HTTP decoder: from the
 /// first byte of a request until ipnd starts answering it, at most `requestTimeout` may pass,
@@ -39,10 +37,7 @@ extension HTTPServerBuilder {
     static func http1(idleTimeout: TimeAmount, requestTimeout: TimeAmount, onTimeout: @escaping @Sendable () -> Void) -> HTTPServerBuilder {
         HTTPServerBuilder { responder in
             DeadlineHTTP1Channel(
-                base: HTTP1Channel(
-                    responder: responder,
-                    configuration: .init(additionalChannelHandlers: [CloseAfterAnswerHandler()], idleTimeout: idleTimeout)
-                ),
+                base: HTTP1Channel(responder: responder, configuration: .init(idleTimeout: idleTimeout)),
                 requestTimeout: requestTimeout,
                 onTimeout: onTimeout
             )
@@ -140,27 +135,3 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
     }
 }
 
-/// Ends the connection once an answer that says `Connection: close` is written. Hummingbird
-/// would otherwise read on to the next request, draining whatever body the client still
-/// sends: without end after a 413, and megabytes after a 404 to a request with a body.
-final class CloseAfterAnswerHandler: ChannelOutboundHandler, RemovableChannelHandler {
-    typealias OutboundIn = HTTPResponsePart
-    typealias OutboundOut = HTTPResponsePart
-
-    private var closing = false
-
-    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        switch unwrapOutboundIn(data) {
-        case .head(let head) where head.status.code >= 200:
-            closing = head.headerFields[.connection]?.lowercased() == "close"
-            context.write(data, promise: promise)
-        case .end where closing:
-            // As Hummingbird's own connection handler closes when quiescing: the answer is
-            // flushed to the socket first.
-            context.writeAndFlush(data, promise: promise)
-            context.close(promise: nil)
-        default:
-            context.write(data, promise: promise)
-        }
-    }
-}

@@ -118,7 +118,7 @@ struct MethodNotAllowedMiddleware: RouterMiddleware {
         }
         var response = json ? Response.json(405, RecordJSON.error("method not allowed")) : .plain(405, "method not allowed\n")
         response.headers[.allow] = rule.allowed.map(\.rawValue).joined(separator: ", ")
-        return response.closingIfBodyUnread(request)
+        return response.closingIfBodyUnread(request, context: context)
     }
 }
 
@@ -133,20 +133,32 @@ struct NotFoundMiddleware: RouterMiddleware {
         } catch let error as HTTPError where error.status == .notFound {
             let response: Response = json
                 ? .json(404, RecordJSON.error("no such route: \(request.uri.path.prefix(200))")) : .plain(404, "not found\n")
-            return response.closingIfBodyUnread(request)
+            return response.closingIfBodyUnread(request, context: context)
         }
     }
 }
 
 extension Response {
-    /// With `Connection: close` when `request` came with a body nobody read: the connection
-    /// then ends with this answer rather than reading the body, of any size, to its end.
-    func closingIfBodyUnread(_ request: Request) -> Response {
-        let hasBody = request.headers[.transferEncoding] != nil || (request.headers[.contentLength].map { $0 != "0" } ?? false)
-        guard hasBody else { return self }
+    /// This answer with `Connection: close`, the connection closed once the answer is handed
+    /// to it. Hummingbird would otherwise read on to the next request, draining whatever body
+    /// the client still sends: without end after a 413, megabytes after a 404.
+    func closingConnection(_ channel: any Channel) -> Response {
         var response = self
         response.headers[.connection] = "close"
+        let answer = body
+        response.body = ResponseBody(contentLength: answer.contentLength) { writer in
+            try await answer.write(writer)
+            // After the answer's last part: the event loop writes it first (tasks run in order).
+            channel.close(promise: nil)
+        }
         return response
+    }
+
+    /// `closingConnection` when `request` came with a body nobody read; otherwise the
+    /// connection stays for the next request.
+    func closingIfBodyUnread(_ request: Request, context: IPNRequestContext) -> Response {
+        let hasBody = request.headers[.transferEncoding] != nil || (request.headers[.contentLength].map { $0 != "0" } ?? false)
+        return hasBody ? closingConnection(context.channel) : self
     }
 }
 

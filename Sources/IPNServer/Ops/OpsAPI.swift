@@ -27,7 +27,8 @@ struct OpsAPI: Sendable {
             await showOrder(request, provider: context.pathParameter("provider"), orderRef: context.pathParameter("order_ref"))
         }
         router.put("/api/v1/orders/:provider/:order_ref/expectation") { request, context in
-            await putExpectation(request, provider: context.pathParameter("provider"), orderRef: context.pathParameter("order_ref"))
+            await putExpectation(
+                request, context: context, provider: context.pathParameter("provider"), orderRef: context.pathParameter("order_ref"))
         }
         router.getAndHead("/api/v1/notifications") { request, _ in await listNotifications(request) }
     }
@@ -102,9 +103,10 @@ struct OpsAPI: Sendable {
         }
     }
 
-    func putExpectation(_ request: Request, provider: String, orderRef: String) async -> Response {
-        var tooLarge = Response.json(413, RecordJSON.error("the body is larger than \(Self.maxExpectationBodyBytes) bytes"))
-        tooLarge.headers[.connection] = "close"  // the rest is not read
+    func putExpectation(_ request: Request, context: IPNRequestContext, provider: String, orderRef: String) async -> Response {
+        // The rest is not read: the connection ends with the answer.
+        let tooLarge = Response.json(413, RecordJSON.error("the body is larger than \(Self.maxExpectationBodyBytes) bytes"))
+            .closingConnection(context.channel)
         if let declared = request.headers[.contentLength].flatMap({ Int($0) }), declared > Self.maxExpectationBodyBytes {
             return tooLarge
         }
