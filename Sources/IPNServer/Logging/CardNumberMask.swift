@@ -1,5 +1,6 @@
 /// Masks anything in a log value that looks like a full card number (13 to 19 digits,
-/// optionally grouped by spaces, dashes or dots, passing the Luhn check) to its first six and last
+/// optionally in groups joined by one or two separators: any space, dash, dot, slash or
+/// underscore; passing the Luhn check) to its first six and last
 /// four digits, so no log line ever carries a full PAN, whatever a provider or merchant put
 /// in a field that ends up logged.
 enum CardNumberMask {
@@ -14,15 +15,17 @@ enum CardNumberMask {
                 index += 1
                 continue
             }
-            // A run of digit groups joined by single spaces or dashes.
+            // A run of digit groups joined by one or two separators.
             var groups: [Range<Int>] = []
             var end = index
             while end < scalars.count, isDigit(scalars[end]) {
                 let groupStart = end
                 while end < scalars.count, isDigit(scalars[end]) { end += 1 }
                 groups.append(groupStart..<end)
-                guard end + 1 < scalars.count, isSeparator(scalars[end]), isDigit(scalars[end + 1]) else { break }
-                end += 1
+                var next = end
+                while next < scalars.count, next - end < 2, isSeparator(scalars[next]) { next += 1 }
+                guard next > end, next < scalars.count, isDigit(scalars[next]) else { break }
+                end = next
             }
             appendMasked(groups, of: scalars, to: &out)
             index = groups.last?.upperBound ?? end
@@ -44,7 +47,7 @@ enum CardNumberMask {
                 if digits.count > 19 { break }
                 if digits.count >= 13, luhn(digits) { found = (last, digits) }
             }
-            if first > 0 { out.append(scalars[groups[first].lowerBound - 1]) }  // the separator before
+            if first > 0 { out.append(contentsOf: scalars[groups[first - 1].upperBound..<groups[first].lowerBound]) }  // separators
             if let found {
                 out.append(contentsOf: masked(found.digits).unicodeScalars)
                 first = found.last + 1
@@ -82,24 +85,32 @@ enum CardNumberMask {
         return nil
     }
 
-    private static func isSeparator(_ scalar: Unicode.Scalar) -> Bool { scalar == " " || scalar == "-" || scalar == "." }
+    /// Spaces of any kind (no-break, figure, narrow), dashes of any kind, `.`, `/` and `_`;
+    /// not `:` or `,`, which join the digits of times and amounts.
+    private static func isSeparator(_ scalar: Unicode.Scalar) -> Bool {
+        if scalar == "." || scalar == "/" || scalar == "_" { return true }
+        let properties = scalar.properties
+        return properties.isWhitespace || properties.generalCategory == .dashPunctuation
+    }
 
-    /// Whether `value` has a run of 13 or more ASCII digits (single spaces or dashes allowed
-    /// between them), checked without allocating: most log values do not.
+    /// Whether `value` may have a run of 13 or more ASCII digits with separators between them,
+    /// checked without allocating: most log values do not.
     private static func mightHoldCardNumber(_ value: String) -> Bool {
         value.withUTF8Bytes { bytes in
+            // Permissive: up to 6 bytes (two separators of up to three bytes each) between
+            // digits keep a run going; letters and longer gaps end it.
             var digits = 0
-            var previousWasSeparator = false
+            var gap = 0
             for byte in bytes {
                 if byte >= 48 && byte <= 57 {
                     digits += 1
                     if digits >= 13 { return true }
-                    previousWasSeparator = false
-                } else if (byte == 32 || byte == 45 || byte == 46), digits > 0, !previousWasSeparator {
-                    previousWasSeparator = true
+                    gap = 0
+                } else if digits > 0, gap < 6, !(byte >= 65 && byte <= 90), !(byte >= 97 && byte <= 122) {
+                    gap += 1
                 } else {
                     digits = 0
-                    previousWasSeparator = false
+                    gap = 0
                 }
             }
             return false
