@@ -115,7 +115,9 @@ struct ProductionTests {
             // not the whole of it) do.
             let gaps = zip(pings.dropFirst(), pings).map { $0.at.timeIntervalSince($1.at) }.sorted()
             #expect(pings.count <= Int(1.5 / 0.2) + 2, "\(pings.count) pings in 1.5 s")
-            #expect(gaps[gaps.count / 2] < 0.3, "median gap of \(gaps)")
+            // 0.35, not the midpoint 0.3: a loaded machine measured a median of 0.324 (pings at the
+            // whole interval would give 0.4).
+            #expect(gaps[gaps.count / 2] < 0.35, "median gap of \(gaps)")
         }
         daemon.signal(SIGTERM)
         let stopping = await notify.receive(for: 5) { $0.hasPrefix("STOPPING=1") }
