@@ -88,19 +88,7 @@ struct HTTPContractTests {
                 if count <= 0 { break }
                 sent += count
             }
-            var received: [UInt8] = []
-            var buffer = [UInt8](repeating: 0, count: 65536)
-            let deadline = Date().addingTimeInterval(5)
-            var closed = false
-            while Date() < deadline {
-                let count = recv(fd, &buffer, buffer.count, 0)
-                if count > 0 {
-                    received += buffer[..<count]
-                } else if count == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-                    closed = true
-                    break
-                }
-            }
+            let (received, closed) = RawHTTP.readUntilClosed(fd, timeout: 5)
             return (sent, String(decoding: received, as: UTF8.self), closed)
         }
     }

@@ -84,37 +84,61 @@ enum RawHTTP {
         }
     }
 
+    /// One receive on a socket with a receive timeout: appends what arrived to `received`.
+    /// False once the peer has closed the connection (or it failed), true while it is open.
+    static func receive(_ fd: Int32, into received: inout [UInt8]) -> Bool {
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        let count = recv(fd, &buffer, buffer.count, 0)
+        if count > 0 {
+            received += buffer[..<count]
+            return true
+        }
+        return count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+    }
+
+    /// Makes each `recv` on a blocking socket wait at most 50 ms, so reads can keep a deadline.
+    private static func pollEvery50ms(_ fd: Int32) {
+        var pollTimeout = timeval(tv_sec: 0, tv_usec: 50_000)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &pollTimeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
     /// Reads one whole answer from a connected blocking socket, or what arrived within
     /// `timeout` seconds (call on a dedicated thread).
     static func readAnswer(_ fd: Int32, timeout: Double) -> Answer {
-        var pollTimeout = timeval(tv_sec: 0, tv_usec: 50_000)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &pollTimeout, socklen_t(MemoryLayout<timeval>.size))
+        pollEvery50ms(fd)
         let deadline = Date().addingTimeInterval(timeout)
         var received: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65536)
         while Date() < deadline {
-            let count = recv(fd, &buffer, buffer.count, 0)
-            if count > 0 {
-                received += buffer[..<count]
-                if let answer = parse(received) { return answer }
-            } else if count == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+            guard receive(fd, into: &received) else {
                 var answer = parse(received) ?? Answer(status: nil)
                 answer.closed = true
                 return answer
             }
+            if let answer = parse(received) { return answer }
         }
         return parse(received) ?? Answer(status: nil)
+    }
+
+    /// Everything that arrives until the peer closes the connection, or `timeout` seconds
+    /// pass; and whether it closed (call on a dedicated thread).
+    static func readUntilClosed(_ fd: Int32, timeout: Double) -> (bytes: [UInt8], closed: Bool) {
+        pollEvery50ms(fd)
+        let deadline = Date().addingTimeInterval(timeout)
+        var received: [UInt8] = []
+        while Date() < deadline {
+            guard receive(fd, into: &received) else { return (received, true) }
+        }
+        return (received, false)
     }
 
     private static func blockingExchange(port: Int, _ bytes: [UInt8], timeout: Double, expectSecond: Bool) -> Answer {
         guard let fd = connectLoopback(port: port) else { return Answer(status: nil, closed: true) }
         defer { close(fd) }
-        var pollTimeout = timeval(tv_sec: 0, tv_usec: 50_000)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &pollTimeout, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &pollTimeout, socklen_t(MemoryLayout<timeval>.size))
+        pollEvery50ms(fd)
+        var sendTimeout = timeval(tv_sec: 0, tv_usec: 50_000)
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &sendTimeout, socklen_t(MemoryLayout<timeval>.size))
         let deadline = Date().addingTimeInterval(timeout)
         var received: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65536)
         var sent = 0
         var closed = false
         // Send and read interleaved: the server may answer (and close) before it read everything.
@@ -127,10 +151,7 @@ enum RawHTTP {
                     sent = bytes.count  // the server stopped reading; what it answers still counts
                 }
             }
-            let count = recv(fd, &buffer, buffer.count, 0)
-            if count > 0 {
-                received += buffer[..<count]
-            } else if count == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+            guard receive(fd, into: &received) else {
                 closed = true
                 break
             }
