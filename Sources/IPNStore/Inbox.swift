@@ -79,11 +79,7 @@ enum Expectations {
                 arguments: [amount.minor, amount.currency, now, order.id]
             )
             let mismatch = OrderStateMachine.expectationConflict(order: order.snapshot, expected: amount)
-            if mismatch != nil, !order.flags.contains(OrderFlag.amountMismatch.rawValue) {
-                order.flags.append(OrderFlag.amountMismatch.rawValue)
-                order.updatedAt = now
-                try order.update(tx)
-            }
+            if mismatch != nil { try order.raise(.amountMismatch, tx) }
             return ExpectationOutcome(state: order.state, mismatch: mismatch)
         }
         var order = try OrderRow.insert(

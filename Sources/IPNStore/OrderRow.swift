@@ -47,6 +47,14 @@ struct OrderRow {
         )
     }
 
+    /// Raises `flag` on the order, once; the order is written only when the flag is new.
+    mutating func raise(_ flag: OrderFlag, _ tx: WriteContext) throws {
+        guard !flags.contains(flag.rawValue) else { return }
+        flags.append(flag.rawValue)
+        updatedAt = tx.now
+        try update(tx)
+    }
+
     func update(_ tx: WriteContext) throws {
         let update = try RawStatement(tx, .orderUpdate)
         try update.run(

@@ -90,18 +90,15 @@ enum Recorder {
         var refundCounted = false
         var refundsRecorded: Int64 = 0
         if case .refund(let info) = notification.effect, let existing = order {
-            // Added up here, not with SQL's SUM, which fails the statement on overflow.
-            let amounts = try Int64?.fetchAll(
-                db.cachedStatement(sql: "SELECT amount_minor FROM refunds WHERE order_id = ?"), arguments: [existing.id])
-            for amount in amounts.compactMap({ $0 }) {
+            // The order's refunds, read once: whether this one is among them, and their sum,
+            // added up here rather than with SQL's SUM, which fails the statement on overflow.
+            let refunds = try Row.fetchAll(
+                db.cachedStatement(sql: "SELECT refund_id, amount_minor FROM refunds WHERE order_id = ?"), arguments: [existing.id])
+            for refund in refunds {
+                if let refundID = info.refundID, refund["refund_id"] == refundID { refundCounted = true }
+                guard let amount: Int64 = refund["amount_minor"] else { continue }
                 let (sum, overflow) = refundsRecorded.addingReportingOverflow(amount)
                 refundsRecorded = overflow ? .max : sum
-            }
-            if let refundID = info.refundID {
-                refundCounted = try Bool.fetchOne(
-                    db.cachedStatement(sql: "SELECT 1 FROM refunds WHERE order_id = ? AND refund_id = ?"),
-                    arguments: [existing.id, refundID]
-                ) ?? false
             }
         }
         var snapshot = order?.snapshot
@@ -149,10 +146,8 @@ enum Recorder {
                 refundedMinor: 0, providerTxnID: txnID
             )
         }
-        if let flag = decision.flag, var existing = order, !existing.flags.contains(flag.rawValue) {
-            existing.flags.append(flag.rawValue)
-            existing.updatedAt = now
-            try existing.update(tx)
+        if let flag = decision.flag, var existing = order {
+            try existing.raise(flag, tx)
             order = existing
         }
         let notificationID = try store(order, decision)
