@@ -38,12 +38,13 @@ enum CardNumberMask {
     /// (`4111 1111 1111 1111 2027`, `4111-1111-1111-1111-123`) is found this way; a run of
     /// digits without separators longer than 19 is left alone (transaction ids are).
     private static func appendMasked(_ groups: [Range<Int>], of scalars: [Unicode.Scalar], to out: inout String.UnicodeScalarView) {
+        let groupDigits = groups.map { group in scalars[group].map { UInt8($0.value - 48) } }
         var first = 0
         while first < groups.count {
             var found: (last: Int, digits: [UInt8])?
             var digits: [UInt8] = []
             for last in first..<groups.count {
-                digits += scalars[groups[last]].map { UInt8($0.value - 48) }
+                digits += groupDigits[last]
                 if digits.count > 19 { break }
                 if digits.count >= 13, luhn(digits) { found = (last, digits) }
             }
@@ -51,17 +52,17 @@ enum CardNumberMask {
             if let found {
                 out.append(contentsOf: masked(found.digits).unicodeScalars)
                 first = found.last + 1
-            } else if let window = cardAtEdge(of: scalars[groups[first]].map { UInt8($0.value - 48) }) {
-                let group = groups[first]
-                let digits = scalars[group].map { UInt8($0.value - 48) }
-                out.append(contentsOf: scalars[group.lowerBound..<(group.lowerBound + window.lowerBound)])
-                out.append(contentsOf: masked(Array(digits[window])).unicodeScalars)
-                out.append(contentsOf: scalars[(group.lowerBound + window.upperBound)..<group.upperBound])
-                first += 1
-            } else {
-                out.append(contentsOf: scalars[groups[first]])
-                first += 1
+                continue
             }
+            let group = groups[first]
+            if let window = cardAtEdge(of: groupDigits[first]) {
+                out.append(contentsOf: scalars[group.lowerBound..<(group.lowerBound + window.lowerBound)])
+                out.append(contentsOf: masked(Array(groupDigits[first][window])).unicodeScalars)
+                out.append(contentsOf: scalars[(group.lowerBound + window.upperBound)..<group.upperBound])
+            } else {
+                out.append(contentsOf: scalars[group])
+            }
+            first += 1
         }
     }
 
