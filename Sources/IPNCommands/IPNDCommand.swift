@@ -76,24 +76,9 @@ enum Console {
     /// by `simulate`) turns from a signal into an error. A reader that went away
     /// (`ipnd simulate ... | head -1`) ends the command as SIGPIPE would have.
     private static func write(_ text: String, to descriptor: Int32) {
-        var bytes = Array(text.utf8)
-        bytes.withUnsafeMutableBytes { buffer in
-            guard let base = buffer.baseAddress else { return }
-            var offset = 0
-            while offset < buffer.count {
-                let written = Foundation.write(descriptor, base + offset, buffer.count - offset)
-                if written > 0 {
-                    offset += written
-                } else if written < 0, errno == EINTR {
-                    continue
-                } else {
-                    if written < 0, errno == EPIPE {
-                        signal(SIGPIPE, SIG_DFL)
-                        raise(SIGPIPE)
-                    }
-                    return
-                }
-            }
+        if DescriptorOutput.writeAll(Array(text.utf8), to: descriptor) == EPIPE {
+            signal(SIGPIPE, SIG_DFL)
+            raise(SIGPIPE)
         }
     }
 

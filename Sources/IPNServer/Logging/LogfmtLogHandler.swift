@@ -137,14 +137,6 @@ public final class LogOutput: Sendable {
             lines.withLock { $0.append(String(decoding: line, as: UTF8.self)) }
             return
         }
-        var bytes = line
-        bytes.withUnsafeMutableBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let written = Foundation.write(STDERR_FILENO, buffer.baseAddress! + offset, buffer.count - offset)
-                if written <= 0 { return }
-                offset += written
-            }
-        }
+        DescriptorOutput.writeAll(line, to: STDERR_FILENO)
     }
 }
