@@ -49,7 +49,7 @@ struct BenchGenerate: AsyncParsableCommand {
                     var index = worker
                     while index < count {
                         let account = accounts[index % accounts.count]
-                        let request = try account.provider.simulatedRequest(Self.spec(for: account.providerName, index: index, prefix: prefix))
+                        let request = try account.provider.simulatedRequest(Self.spec(for: type(of: account.provider), index: index, prefix: prefix))
                         let raw = Self.rawHTTP(request)
                         out.append(contentsOf: Array("\(raw.count)\n".utf8))
                         out.append(contentsOf: raw)
@@ -71,13 +71,11 @@ struct BenchGenerate: AsyncParsableCommand {
         print("generated \(count) signed notifications (\(accounts.map(\.providerName).joined(separator: ", "))) in \(String(format: "%.1f", seconds)) s -> \(output)")
     }
 
-    static func spec(for provider: String, index: Int, prefix: String) -> SimulationSpec {
-        let defaults = ProviderRegistry.provider(named: provider)?.simulationDefaults
-            ?? SimulationDefaults(paidStatus: "paid", currency: "USD")
-        let status = defaults.paidStatus
+    static func spec(for provider: any NotificationProvider.Type, index: Int, prefix: String) -> SimulationSpec {
+        let defaults = provider.simulationDefaults
         let amount = Money(minor: 1000 + Int64(index % 5000), currency: defaults.currency)
         return SimulationSpec(
-            orderRef: "\(prefix)-\(provider)-\(index)", status: status, amount: amount, path: "/ipn/\(provider)",
+            orderRef: "\(prefix)-\(provider.name)-\(index)", status: defaults.paidStatus, amount: amount, path: "/ipn/\(provider.name)",
             uniqueID: "\(prefix)\(index)", time: "2026-11-21T04:01:02Z")
     }
 
@@ -120,7 +118,7 @@ struct BenchStages: AsyncParsableCommand {
         for type in ProviderRegistry.all where provider == nil || provider == type.name {
             guard let account = loaded.account(provider: type.name, name: "default") else { continue }
             let requests = try (0..<count).map { index in
-                try account.provider.simulatedRequest(BenchGenerate.spec(for: type.name, index: index, prefix: "S"))
+                try account.provider.simulatedRequest(BenchGenerate.spec(for: type, index: index, prefix: "S"))
             }
             let started = ContinuousClock.now
             for request in requests {
