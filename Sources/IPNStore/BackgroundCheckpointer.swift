@@ -7,18 +7,28 @@ import IPNCore
 ///
 /// A checkpoint on another connection cannot end a WAL cycle by itself: SQLite starts the log
 /// over only when a write transaction begins with every frame already copied back, and the
-/// writer keeps adding frames while this runs. So it works in passes with the writer: the
-/// writer starts a pass when the WAL passes its threshold; once the pass is `finished`, the
-/// writer copies the few frames committed meanwhile itself, after its next batch, and its next
-/// transaction restarts the log.
+/// writer keeps adding frames while this runs. So it works in passes for the writer, which
+/// starts them, reads where the last one got to, and copies the last few frames itself.
 final class BackgroundCheckpointer: Sendable {
-    enum Phase: Sendable {
-        case idle, running, finished
+    /// The last finished pass, as the writer reads it between batches.
+    struct Pass: Sendable {
+        /// WAL frames already in the database file.
+        var copied: Int32 = 0
+        /// Whether the pass copied anything: one that could not (a reader still needs the
+        /// frames) is not repeated until the WAL has grown by a pass's worth.
+        var progressed = true
+        /// The WAL's length when the pass started.
+        var startedAt: Int32 = 0
+    }
+
+    private struct State {
+        var running = false
+        var pass = Pass()
     }
 
     private let connection: DatabaseQueue
     private let queue = DispatchQueue(label: "ipnd.store.checkpointer", qos: .userInitiated)
-    private let phase = Locked(Phase.idle)
+    private let state = Locked(State())
     private let observer: (@Sendable (_ seconds: Double, _ error: StoreError?) -> Void)?
 
     /// Opens the second connection; nil when it cannot be opened (the writer then copies the
@@ -34,34 +44,57 @@ final class BackgroundCheckpointer: Sendable {
         self.observer = observer
     }
 
-    var current: Phase { phase.withLock { $0 } }
+    /// The last finished pass; nil while one is running.
+    var lastPass: Pass? {
+        state.withLock { $0.running ? nil : $0.pass }
+    }
 
-    /// Starts a pass over the WAL as it is now.
-    func start() {
-        phase.withLock { $0 = .running }
+    var isRunning: Bool { state.withLock { $0.running } }
+
+    /// Starts a pass over the WAL, `frames` long now.
+    func start(walFrames frames: Int32) {
+        state.withLock {
+            $0.running = true
+            $0.pass.startedAt = frames
+        }
         queue.async { [self] in
-            Self.checkpoint(on: connection, observer: observer)
-            phase.withLock { $0 = .finished }
+            let result = Self.checkpoint(on: connection, observer: observer)
+            state.withLock { state in
+                if let copied = result {
+                    state.pass.progressed = copied > state.pass.copied
+                    state.pass.copied = copied
+                }
+                state.running = false
+            }
         }
     }
 
-    /// One PASSIVE checkpoint on `connection`, timed and reported to `observer`.
+    /// The writer copied up to `copied` frames itself.
+    func writerCopied(_ copied: Int32) {
+        state.withLock { $0.pass.copied = max($0.pass.copied, copied) }
+    }
+
+    /// The WAL started over: nothing of it is copied yet.
+    func logRestarted() {
+        state.withLock { $0.pass = Pass() }
+    }
+
+    /// One PASSIVE checkpoint on `connection`, timed and reported to `observer`; returns how
+    /// many of the WAL's frames are in the database file, nil when it failed.
+    @discardableResult
     static func checkpoint(
         on connection: some DatabaseWriter,
         observer: (@Sendable (_ seconds: Double, _ error: StoreError?) -> Void)?
-    ) {
+    ) -> Int32? {
         let started = DispatchTime.now().uptimeNanoseconds
         var failure: StoreError?
+        var copied: Int32?
         do {
-            try connection.writeWithoutTransaction { db in _ = try db.checkpoint(.passive) }
+            copied = Int32(clamping: try connection.writeWithoutTransaction { db in try db.checkpoint(.passive) }.checkpointedFrameCount)
         } catch {
             failure = StoreError(error, doing: "checkpoint the WAL")
         }
         observer?(Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9, failure)
-    }
-
-    /// The writer has taken over from a finished pass (or the WAL started over).
-    func reset() {
-        phase.withLock { if $0 == .finished { $0 = .idle } }
+        return copied
     }
 }

@@ -7,30 +7,37 @@ import IPNCore
 /// The store's only writer. Each call waits in a queue; the writer takes every job waiting at
 /// that moment (up to `maxBatch`), runs them in order in one IMMEDIATE transaction, commits
 /// (one fsync for the lot) and only then resumes their callers. When idle a job starts at once,
-/// so batching adds no latency; under load many jobs share one commit, and a batch may wait
-/// up to `gatherWait` for more while they keep arriving.
+/// so batching adds no latency; under load the jobs that arrived during one commit share the
+/// next, so batches grow with the load and with the disk's fsync time.
 ///
 /// Semantics are those of one transaction per job: jobs run sequentially, each seeing the
 /// effects of the ones before it. If a batch fails, its jobs are retried one transaction each,
 /// so one failing job cannot take the others down with it.
 ///
-/// The WAL is copied back into the database file (PASSIVE checkpoints) once it holds
-/// `checkpointFrames` frames, as SQLite's automatic checkpoint would, but never inside a
-/// commit: SQLite's own runs inside the COMMIT that crosses the threshold and held that batch's
-/// acknowledgements, and every job behind them, back for the copy and the database fsync. The
-/// copy runs on a `BackgroundCheckpointer` while the writer goes on committing; the writer
-/// itself, after acknowledging a batch, copies only what was committed during that pass, so
-/// that its next transaction starts the WAL over.
+/// The WAL is copied back into the database file (PASSIVE checkpoints) as SQLite's automatic
+/// checkpoint would, but never inside a commit: SQLite's own runs inside the COMMIT that crosses
+/// its threshold and held that batch's acknowledgements, and every job behind them, back for the
+/// copy and the database fsync. A `BackgroundCheckpointer` copies every `checkpointFrames` new
+/// frames while the writer goes on committing. The log only starts over once every frame is
+/// copied and a write transaction begins, which a copy on another connection cannot arrange
+/// while commits keep coming; so once the WAL holds `restartFrames` frames, background passes
+/// chase the end of the log until at most `chaseFrames` are left, and the writer copies those
+/// itself, after acknowledging a batch, so that its next transaction starts the log over. The
+/// writer pauses for that once per `restartFrames`, for a short copy and two fsyncs.
 final class GroupCommitWriter: Sendable {
     /// Held, not just its pool: the store owns the WAL hook's context.
     private let store: Store
     private var pool: DatabasePool { store.pool }
     let maxBatch: Int
-    /// The longest a batch gathers jobs under load (never when the writer was idle).
-    let gatherWait: Duration
-    /// The WAL length, in frames, past which the writer checkpoints after a batch.
+    /// New WAL frames that start a background pass.
     let checkpointFrames: Int32
+    /// The WAL length, in frames, at which the log is brought to an end and started over.
+    let restartFrames: Int32
+    /// How few frames may be left uncopied for the writer to copy them itself and end the log.
+    let chaseFrames: Int32
     private let background: BackgroundCheckpointer?
+    /// Read and written by the writer queue only (between batches).
+    private let log = Locked(LogState())
     private let state = Locked(State())
     private let queue = DispatchQueue(label: "ipnd.store.writer", qos: .userInitiated)
     private let observer: (@Sendable (_ batchSize: Int, _ seconds: Double, _ failed: Bool) -> Void)?
@@ -42,19 +49,30 @@ final class GroupCommitWriter: Sendable {
         var closed = false
     }
 
+    /// What the writer knows of the WAL between batches.
+    private struct LogState {
+        /// The WAL's length after the previous batch (a shorter one means it started over).
+        var frames: Int32 = 0
+        /// WAL length at the writer's last copy, while the log has not started over since (a
+        /// reader still in the old log holds it; the next try waits for `checkpointFrames` more).
+        var writerCopiedAt: Int32?
+    }
+
     init(
         store: Store,
         maxBatch: Int,
-        gatherWait: Duration = .zero,
         checkpointFrames: Int32 = 1000,
+        restartFrames: Int32 = 8000,
+        chaseFrames: Int32 = 100,
         backgroundCheckpoints: Bool = true,
         observer: (@Sendable (_ batchSize: Int, _ seconds: Double, _ failed: Bool) -> Void)? = nil,
         checkpointObserver: (@Sendable (_ seconds: Double, _ error: StoreError?) -> Void)? = nil
     ) {
         self.store = store
         self.maxBatch = max(1, maxBatch)
-        self.gatherWait = max(.zero, gatherWait)
         self.checkpointFrames = max(1, checkpointFrames)
+        self.restartFrames = max(self.checkpointFrames, restartFrames)
+        self.chaseFrames = max(0, chaseFrames)
         self.observer = observer
         self.checkpointObserver = checkpointObserver
         background = backgroundCheckpoints ? BackgroundCheckpointer(path: store.path, observer: checkpointObserver) : nil
@@ -95,7 +113,7 @@ final class GroupCommitWriter: Sendable {
 
     /// Waits until every job accepted so far has finished, and any checkpoint pass with them.
     func drain() async {
-        while state.withLock({ $0.draining || !$0.waiting.isEmpty }) || background?.current == .running {
+        while state.withLock({ $0.draining || !$0.waiting.isEmpty }) || background?.isRunning == true {
             try? await Task.sleep(for: .milliseconds(5))
         }
     }
@@ -118,13 +136,7 @@ final class GroupCommitWriter: Sendable {
     }
 
     private func drainLoop() {
-        // The first batch of a drain starts at once: a notification that finds the writer idle
-        // is never held back. Jobs that queued up while a commit was running mean concurrent
-        // senders; then the next batch gathers for up to `gatherWait` so that one commit and
-        // one fsync carry more of them.
-        var gather = false
         while true {
-            if gather { waitForMoreJobs() }
             let batch = state.withLock { state -> [Job] in
                 guard !state.waiting.isEmpty else {
                     state.draining = false
@@ -137,24 +149,8 @@ final class GroupCommitWriter: Sendable {
             }
             guard !batch.isEmpty else { return }
             run(batch)
-            gather = gatherWait > .zero
         }
     }
-
-    /// Sleeps in short slices until `maxBatch` jobs wait, the queue stops growing or
-    /// `gatherWait` has passed, whichever comes first.
-    private func waitForMoreJobs() {
-        let deadline = ContinuousClock.now + gatherWait
-        var seen = state.withLock { $0.waiting.count }
-        while seen > 0, seen < maxBatch, ContinuousClock.now < deadline {
-            usleep(Self.gatherSlice)
-            let count = state.withLock { $0.waiting.count }
-            if count == seen { return }
-            seen = count
-        }
-    }
-
-    private static let gatherSlice: UInt32 = 200
 
     private func run(_ batch: [Job]) {
         let started = DispatchTime.now().uptimeNanoseconds
@@ -180,28 +176,46 @@ final class GroupCommitWriter: Sendable {
         }
     }
 
-    /// Once the WAL has grown past `checkpointFrames`: starts a background pass, or, when one has
-    /// finished, copies what was committed during it, so that the next write transaction starts
-    /// the log over (unless a reader still uses part of it: then the cycle runs again, as
-    /// SQLite's own checkpoint would). A failed copy loses nothing: the commits are in the WAL,
-    /// and the next pass retries it.
+    /// After each committed batch: starts a background pass each time the WAL has grown by
+    /// `checkpointFrames`; once it holds `restartFrames`, chases its end with further passes and
+    /// copies the last few frames itself, so that its next transaction starts the log over
+    /// (unless a reader still uses the old log: then it tries again `checkpointFrames` later).
+    /// Without a background connection the writer copies the whole WAL at `checkpointFrames`.
+    /// A failed copy loses nothing: the commits are in the WAL, and the next pass retries it.
     private func checkpointIfDue() {
-        guard store.walLength.frames >= checkpointFrames else {
-            background?.reset()
+        let frames = store.walLength.frames
+        let restarted = log.withLock { log -> Bool in
+            defer { log.frames = frames }
+            guard frames < log.frames else { return false }
+            log.writerCopiedAt = nil
+            return true
+        }
+        let retryAt = log.withLock { $0.writerCopiedAt.map { $0 + checkpointFrames } } ?? 0
+        guard let background else {
+            if frames >= checkpointFrames, frames >= retryAt { copyAsWriter(frames: frames) }
             return
         }
-        if let background {
-            switch background.current {
-            case .idle:
-                background.start()
+        if restarted { background.logRestarted() }
+        guard let pass = background.lastPass else { return }
+        let pending = frames - min(pass.copied, frames)
+        if frames >= restartFrames {
+            if pending <= chaseFrames {
+                if frames >= retryAt { copyAsWriter(frames: frames) }
                 return
-            case .running:
+            }
+            if pass.progressed {
+                background.start(walFrames: frames)
                 return
-            case .finished:
-                background.reset()
             }
         }
-        BackgroundCheckpointer.checkpoint(on: pool, observer: checkpointObserver)
+        if frames - pass.startedAt >= checkpointFrames { background.start(walFrames: frames) }
+    }
+
+    /// Copies what is left of the WAL on the writer's own connection, between batches.
+    private func copyAsWriter(frames: Int32) {
+        let copied = BackgroundCheckpointer.checkpoint(on: pool, observer: checkpointObserver)
+        log.withLock { $0.writerCopiedAt = frames }
+        if let copied { background?.writerCopied(copied) }
     }
 
     private func observe(_ count: Int, since started: UInt64, failed: Bool) {

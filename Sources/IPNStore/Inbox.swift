@@ -9,18 +9,15 @@ public final class Inbox: Sendable {
 
     /// - Parameters:
     ///   - maxBatch: the most jobs one commit carries; 1 gives one transaction per notification.
-    ///   - gatherWait: under load (jobs queued while a commit ran), how long the next batch
-    ///     may wait for more jobs; a job that finds the writer idle never waits.
     public init(
         store: Store,
         maxBatch: Int = 256,
-        gatherWait: Duration = .milliseconds(1),
         commitObserver: (@Sendable (_ batchSize: Int, _ seconds: Double, _ failed: Bool) -> Void)? = nil,
         checkpointObserver: (@Sendable (_ seconds: Double, _ error: StoreError?) -> Void)? = nil
     ) {
         self.store = store
         writer = GroupCommitWriter(
-            store: store, maxBatch: maxBatch, gatherWait: gatherWait,
+            store: store, maxBatch: maxBatch,
             observer: commitObserver, checkpointObserver: checkpointObserver
         )
     }
