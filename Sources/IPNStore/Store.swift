@@ -25,6 +25,9 @@ public final class Store: Sendable {
         let pool: DatabasePool
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
+            // GRDB turns WAL on after `prepareDatabase` and sets the writer connection to
+            // synchronous=NORMAL as it does: a commit would then return before its fsync.
+            try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
             try Schema.migrator.migrate(pool)
         } catch {
             throw StoreError(error, doing: "open \(path)")

@@ -443,8 +443,11 @@ struct InboxTests {
         let store = try TemporaryStore(maxBatch: 1)
         let journal = try await store.store.read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") }
         #expect(journal == "wal")
-        let synchronous = try await store.store.read { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") }
-        #expect(synchronous == 2)
+        // The writer's connection, which commits, and a reader's.
+        let writing = try await store.store.pool.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") }
+        #expect(writing == 2, "the writer commits with synchronous=\(writing.map(String.init) ?? "?"), not FULL (2)")
+        let reading = try await store.store.read { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") }
+        #expect(reading == 2)
         _ = try await store.inbox.record(.verified(request(), notification("x", .transition(.paid))))
         try store.store.close()
         // Reopening migrates nothing twice and keeps the data.
