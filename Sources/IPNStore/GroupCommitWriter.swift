@@ -23,7 +23,9 @@ import IPNCore
 /// while commits keep coming; so once the WAL holds `restartFrames` frames, background passes
 /// chase the end of the log until at most `chaseFrames` are left, and the writer copies those
 /// itself, after acknowledging a batch, so that its next transaction starts the log over. The
-/// writer pauses for that once per `restartFrames`, for a short copy and two fsyncs.
+/// writer pauses for that once per `restartFrames`, for a short copy and two fsyncs. Should the
+/// commits outrun the passes, the chase stops a pass's length later and the writer copies all
+/// that is left: the log stays within about `restartFrames + 2 * checkpointFrames`.
 final class GroupCommitWriter: Sendable {
     /// Held, not just its pool: the store owns the WAL hook's context.
     private let store: Store
@@ -178,8 +180,9 @@ final class GroupCommitWriter: Sendable {
 
     /// After each committed batch: starts a background pass each time the WAL has grown by
     /// `checkpointFrames`; once it holds `restartFrames`, chases its end with further passes and
-    /// copies the last few frames itself, so that its next transaction starts the log over
-    /// (unless a reader still uses the old log: then it tries again `checkpointFrames` later).
+    /// copies the last few frames itself (or, at `restartFrames + checkpointFrames`, whatever is
+    /// left), so that its next transaction starts the log over (unless a reader still uses the
+    /// old log: then it tries again `checkpointFrames` later).
     /// Without a background connection the writer copies the whole WAL at `checkpointFrames`.
     /// A failed copy loses nothing: the commits are in the WAL, and the next pass retries it.
     private func checkpointIfDue() {
@@ -199,11 +202,14 @@ final class GroupCommitWriter: Sendable {
         guard let pass = background.lastPass else { return }
         let pending = frames - min(pass.copied, frames)
         if frames >= restartFrames {
-            if pending <= chaseFrames {
-                if frames >= retryAt { copyAsWriter(frames: frames) }
+            // The chase ends when the passes have nearly caught up, or, should commits outrun
+            // them, once the log is a pass longer than it should be: the writer copies the rest.
+            let end = pending <= chaseFrames || frames >= restartFrames + checkpointFrames
+            if end, frames >= retryAt {
+                copyAsWriter(frames: frames)
                 return
             }
-            if pass.progressed {
+            if !end, pass.progressed {
                 background.start(walFrames: frames)
                 return
             }
