@@ -187,13 +187,12 @@ final class GroupCommitWriter: Sendable {
     /// A failed copy loses nothing: the commits are in the WAL, and the next pass retries it.
     private func checkpointIfDue() {
         let frames = store.walLength.frames
-        let restarted = log.withLock { log -> Bool in
-            defer { log.frames = frames }
-            guard frames < log.frames else { return false }
-            log.writerCopiedAt = nil
-            return true
+        let (restarted, retryAt) = log.withLock { log -> (Bool, Int32) in
+            let restarted = frames < log.frames
+            if restarted { log.writerCopiedAt = nil }
+            log.frames = frames
+            return (restarted, log.writerCopiedAt.map { $0 + checkpointFrames } ?? 0)
         }
-        let retryAt = log.withLock { $0.writerCopiedAt.map { $0 + checkpointFrames } } ?? 0
         guard let background else {
             if frames >= checkpointFrames, frames >= retryAt { copyAsWriter(frames: frames) }
             return
