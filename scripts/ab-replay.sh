@@ -13,6 +13,8 @@
 #                      BIN (default: the release build) REQUESTS (a file from `ipnd-bench generate`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/proc-ticks.sh
+. scripts/proc-ticks.sh
 
 ROUNDS=3
 if [ "${1:-}" = "-n" ]; then ROUNDS=$2; shift 2; fi
@@ -35,7 +37,6 @@ if [ -z "$REQUESTS" ]; then
         --output "$REQUESTS" --prefix "AB$(date +%s)" >/dev/null
 fi
 
-cpu_ticks() { awk '/^cpu / { print $2+$3+$4+$5+$6+$7+$8+$9, $5+$6, $9 }' /proc/stat; }
 run() {
     local setting=$1 binary=${BIN:-$RELEASE/ipnd} store=$WORK/store
     rm -rf "$store"; mkdir -p "$store"
@@ -51,9 +52,9 @@ run() {
     sleep 0.5
     local total0 idle0 steal0 total1 idle1 steal1 cpu0 cpu1 result
     read -r total0 idle0 steal0 < <(cpu_ticks)
-    cpu0=$(awk '{ print $14 + $15 }' "/proc/$pid/stat")
+    cpu0=$(process_ticks "$pid")
     result=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" -s bench/replay.lua "http://127.0.0.1:$PORT" -- "$REQUESTS" "$THREADS" | grep '^RESULT')
-    cpu1=$(awk '{ print $14 + $15 }' "/proc/$pid/stat")
+    cpu1=$(process_ticks "$pid")
     read -r total1 idle1 steal1 < <(cpu_ticks)
     kill -TERM "$pid"; wait "$pid" || true
     awk -v setting="$setting" -v r="$result" -v cpu=$((cpu1 - cpu0)) -v hz="$(getconf CLK_TCK)" \

@@ -16,6 +16,8 @@
 #                      LOG_LEVEL=info QUIET_WAIT=120 (0: do not wait) KEEP=1 (keep the work directory)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/proc-ticks.sh
+. scripts/proc-ticks.sh
 
 # Enough for 10 s at 50,000/s: a unique pass that runs out of notifications re-sends them and fails.
 COUNT=${COUNT:-500000}
@@ -61,7 +63,6 @@ field() { sed -n "s/.*[ ]$1=\([^ ]*\).*/\1/p" <<<"$2" | head -1; }
 # both cores left idle (idle + iowait in /proc/stat) and the share the hypervisor gave to other
 # guests (steal). Idle CPU while 64 connections wait means the requests are waiting on
 # something other than the processor; stolen CPU means the run measured a slower machine.
-cpu_ticks() { awk '/^cpu / { print $2+$3+$4+$5+$6+$7+$8+$9, $5+$6, $9 }' /proc/stat; }
 # wait_for_quiet: until the host steals under 3 % of the CPU over 3 s, at most QUIET_WAIT seconds.
 wait_for_quiet() {
     local waited=0 total0 idle0 steal0 total1 idle1 steal1
@@ -78,9 +79,9 @@ pass() {
     local total0 idle0 steal0 total1 idle1 steal1 ipnd0 ipnd1 result
     wait_for_quiet
     read -r total0 idle0 steal0 < <(cpu_ticks)
-    ipnd0=$(awk '{ print $14 + $15 }' "/proc/$PID/stat")
+    ipnd0=$(process_ticks "$PID")
     { TIMEFORMAT='%U %S'; time wrk "$@" >"$WORK/wrk.out"; } 2>"$WORK/wrk.time"
-    ipnd1=$(awk '{ print $14 + $15 }' "/proc/$PID/stat")
+    ipnd1=$(process_ticks "$PID")
     read -r total1 idle1 steal1 < <(cpu_ticks)
     if ! result=$(grep '^RESULT' "$WORK/wrk.out"); then
         echo "wrk gave no result:" >&2
