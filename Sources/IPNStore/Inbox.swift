@@ -26,7 +26,8 @@ public final class Inbox: Sendable {
 
     /// Records `entry` and returns its verdict once it is durably committed.
     public func record(_ entry: InboxEntry) async throws(StoreError) -> RecordOutcome {
-        try await writer.submit { tx in try Recorder.record(entry, in: tx) }
+        let prepared = PreparedEntry(entry)
+        return try await writer.submit { tx in try Recorder.record(prepared, in: tx) }
     }
 
     /// Registers the amount and currency `orderRef` must be paid with, creating the order in

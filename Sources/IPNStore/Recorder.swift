@@ -6,36 +6,44 @@ import IPNCore
 /// all inside the caller's write transaction.
 enum Recorder {
     static func record(_ entry: InboxEntry, in tx: WriteContext) throws -> RecordOutcome {
-        switch entry {
+        try record(PreparedEntry(entry), in: tx)
+    }
+
+    static func record(_ prepared: PreparedEntry, in tx: WriteContext) throws -> RecordOutcome {
+        switch prepared.entry {
         case .rejected(let request, let rejection):
             let id = try insertNotification(
                 tx, request: request, verdict: .rejected, reason: rejection.reason.rawValue,
-                reasonDetail: rejection.detail, notification: nil, order: nil
+                reasonDetail: rejection.detail, notification: nil, detail: nil, order: nil
             )
             return RecordOutcome(notificationID: id, verdict: .rejected, explanation: rejection.description)
         case .verified(let request, let notification):
-            return try recordVerified(request, notification, in: tx)
+            return try recordVerified(request, notification, detail: prepared.detailJSON, in: tx)
         }
     }
 
     private static func recordVerified(
         _ request: ReceivedRequest,
         _ notification: VerifiedNotification,
+        detail: String?,
         in tx: WriteContext
     ) throws -> RecordOutcome {
         let db = tx.db
         let scope = Scope(provider: request.provider, account: request.account)
-        let dedup = try RawStatement(tx, .dedupKeyLookup)
-        if let firstID = try dedup.first(.text(scope.provider), .text(scope.account), .text(notification.dedupKey), read: { $0.int(0) }) ?? nil {
-            let original = try RawStatement(tx, .notificationOrder).first(.int(firstID)) { row in (order: row.int(0), ref: row.text(1)) }
-            let order = try original?.order.flatMap { try OrderRow.fetch(tx, id: $0) }
+        let firstDelivery = try RawStatement(tx, .firstDelivery).first(
+            .text(scope.provider), .text(scope.account), .text(notification.dedupKey)
+        ) { row in
+            let order = row.isNull(2) ? nil : try OrderRow(row: row, from: 2)
+            return (id: row.int(0) ?? 0, orderRef: row.text(1), order: order)
+        }
+        if let first = firstDelivery {
             let id = try insertNotification(
                 tx, request: request, verdict: .duplicate, reason: nil,
-                reasonDetail: "same dedup key as notification \(firstID)", notification: notification, order: order,
-                orderRef: original?.ref
+                reasonDetail: "same dedup key as notification \(first.id)", notification: notification, detail: detail,
+                order: first.order, orderRef: first.orderRef
             )
-            return RecordOutcome(notificationID: id, verdict: .duplicate, orderState: order?.state,
-                                 orderRef: order?.orderRef ?? notification.orderRef)
+            return RecordOutcome(notificationID: id, verdict: .duplicate, orderState: first.order?.state,
+                                 orderRef: first.order?.orderRef ?? notification.orderRef)
         }
 
         var order: OrderRow?
@@ -47,7 +55,7 @@ enum Recorder {
                 let id = try insertNotification(
                     tx, request: request, verdict: .unlinked, reason: nil,
                     reasonDetail: "no payment with id \(key) yet; applied when it arrives",
-                    notification: notification, order: nil, pendingEffect: true
+                    notification: notification, detail: detail, order: nil, pendingEffect: true
                 )
                 try insertDedupKey(tx, scope: scope, key: notification.dedupKey, notificationID: id)
                 return RecordOutcome(notificationID: id, verdict: .unlinked, explanation: "waiting for payment \(key)")
@@ -59,7 +67,7 @@ enum Recorder {
             notificationID = try insertNotification(
                 tx, request: request, verdict: decision.verdict,
                 reason: decision.flag?.rawValue, reasonDetail: decision.explanation,
-                notification: notification, order: order
+                notification: notification, detail: detail, order: order
             )
             return notificationID
         }
@@ -230,12 +238,12 @@ enum Recorder {
         reason: String?,
         reasonDetail: String?,
         notification: VerifiedNotification?,
+        detail: String?,
         order: OrderRow?,
         orderRef: String? = nil,
         pendingEffect: Bool = false
     ) throws -> Int64 {
         let db = tx.db
-        let detail = notification.flatMap { $0.detail.isEmpty ? nil : JSONText.object($0.detail) }
         let effect = try pendingEffect ? notification.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) } : nil
         let insert = try RawStatement(tx, .notificationInsert)
         try insert.run(
@@ -251,6 +259,23 @@ enum Recorder {
             try db.cachedStatement(sql: "UPDATE notifications SET pending_effect = ? WHERE id = ?").execute(arguments: [effect, id])
         }
         return id
+    }
+}
+
+/// An entry with what can be worked out before the writer's turn done by the caller: the writer
+/// is the one serial stage, so the notification's details are turned into JSON text beforehand.
+struct PreparedEntry: Sendable {
+    let entry: InboxEntry
+    /// The verified notification's `detail` as a JSON object, nil when it has none.
+    let detailJSON: String?
+
+    init(_ entry: InboxEntry) {
+        self.entry = entry
+        if case .verified(_, let notification) = entry, !notification.detail.isEmpty {
+            detailJSON = JSONText.object(notification.detail)
+        } else {
+            detailJSON = nil
+        }
     }
 }
 
