@@ -146,13 +146,18 @@ enum Recorder {
             // A notification that names an unknown order creates it whatever its kind
             // (product.md section 5). One with no state effect (a payout, a chargeback stage,
             // an unknown status) says nothing settled about the payment: the order starts
-            // `pending`, without a transition (`expected` is only for orders known from an
-            // expectation alone), and any later notification above pending applies.
-            order = try OrderRow.insert(
+            // `pending` (`expected` is only for orders known from an expectation alone), and any
+            // later notification above pending applies. Its first transition, from null
+            // (product.md section 1), records the creation; like an expectation's, it names no
+            // notification, since this one changed no state (its verdict stays `recorded`).
+            let created = try OrderRow.insert(
                 tx, scope: scope, orderRef: orderRef, state: .pending,
                 amount: notification.describesThePayment ? notification.amount : nil,
                 refundedMinor: 0, providerTxnID: txnID
             )
+            try RawStatement(tx, .transitionInsert).run(
+                .int(created.id), .null, .text(OrderState.pending.rawValue), .text(now), .null)
+            order = created
         }
         if let flag = decision.flag, var existing = order {
             try existing.raise(flag, tx)
