@@ -8,8 +8,9 @@
 # callgrind on a fresh store, and for each pass zeroes the counters after warm-up, drives wrk
 # for a fixed time and divides the instructions executed by the requests answered:
 #   1. unique notifications across all five providers (generated like make bench);
-#   2. /healthz, the HTTP stack alone.
-# Prints both figures, their ratio, each stage's inclusive count per notification (verification,
+#   2. /healthz, the HTTP stack alone;
+#   3. duplicates: notifications the store already holds, replayed (after an uncounted warm-up).
+# Prints the three figures, the ratio of the first two, each stage's inclusive count per notification (verification,
 # RSA, stored headers, the writer, SQLite, the log line, HTTP parsing) and the functions
 # (ipnd's and its libraries') with the most instructions of their own. callgrind serialises
 # threads, so group-commit batches are small and wall-clock figures under it mean nothing; the
@@ -42,7 +43,9 @@ export IPND_SERVER_PORT=$PORT IPND_OPS_PORT=$OPS_PORT IPND_LOG_LEVEL=info
 "$BIN/ipnd-bench" generate --config config/ipnd.dev.yaml --count 20000 --output "$WORK/requests.bin" \
     --prefix "P$(date +%s)" >/dev/null
 
-# profile_pass NAME WRK_ARGS...: instructions per answered request of one wrk run.
+# profile_pass NAME WRK_ARGS...: instructions per answered request of one wrk run. With WARM_UP
+# set (a count), that many notifications are first sent uncounted, so the counted run replays
+# notifications the store already holds: the duplicate path.
 profile_pass() {
     local name=$1
     shift
@@ -51,6 +54,10 @@ profile_pass() {
         "$WORK/ipnd" serve --config config/ipnd.dev.yaml 2>"$WORK/$name.log" &
     PID=$!
     scripts/wait-ready.sh "$PORT" 60  # valgrind starts ipnd ~50x slower
+    if [ -n "${WARM_UP:-}" ]; then
+        wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" -s bench/replay.lua "http://127.0.0.1:$PORT" \
+            -- "$WORK/requests.bin" 1 "$WARM_UP" >/dev/null
+    fi
     callgrind_control -z "$PID" >/dev/null
     local result
     result=$(wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" "$@" | sed -n 's/.*requests=\([0-9]*\).*/\1/p; s/^ *\([0-9]*\) requests in.*/\1/p' | head -1)
@@ -67,6 +74,10 @@ profile_pass() {
 echo "== profiling ipnd under callgrind: ${DURATION}s per pass, $CONNECTIONS connections (slow: valgrind runs it ~50x slower)"
 read -r _ UNIQUE_N UNIQUE_I UNIQUE_FILE < <(profile_pass unique -s bench/replay.lua "http://127.0.0.1:$PORT" -- "$WORK/requests.bin" 1)
 read -r _ HEALTH_N HEALTH_I _ < <(profile_pass healthz "http://127.0.0.1:$PORT/healthz")
+# Under valgrind a pass answers a few thousand requests: the first 2,000 are sent once uncounted,
+# then the first 1,500 of them are replayed, round and round.
+read -r _ DUP_N DUP_I _ < <(WARM_UP=2000 profile_pass duplicate -s bench/replay.lua "http://127.0.0.1:$PORT" \
+    -- "$WORK/requests.bin" 1 1500)
 
 PER_NOTIFICATION=$((UNIQUE_I / UNIQUE_N))
 PER_HEALTHZ=$((HEALTH_I / HEALTH_N))
@@ -74,6 +85,7 @@ echo
 echo "== instructions per request (callgrind, user space; the kernel's share is not counted)"
 printf '%-28s %12s %10s\n' "" "per request" "requests"
 printf '%-28s %12d %10d\n' "unique notification" "$PER_NOTIFICATION" "$UNIQUE_N"
+printf '%-28s %12d %10d\n' "duplicate notification" "$((DUP_I / DUP_N))" "$DUP_N"
 printf '%-28s %12d %10d\n' "/healthz" "$PER_HEALTHZ" "$HEALTH_N"
 echo "healthz / notification       $(awk -v a="$PER_HEALTHZ" -v b="$PER_NOTIFICATION" 'BEGIN {printf "%.1f %%", 100 * a / b}')"
 echo

@@ -152,7 +152,7 @@ final class WriteStatements {
 
 /// The statements every notification runs.
 enum WriteSQL: Int, CaseIterable {
-    case firstDelivery, dedupKeyInsert, notificationInsert, transitionInsert
+    case dedupKeyLookup, deliveryOrder, dedupKeyInsert, notificationInsert, transitionInsert
     case orderByRef, orderByID, orderInsert, orderUpdate
 
     /// The columns `OrderRow` reads, in its order.
@@ -163,16 +163,16 @@ enum WriteSQL: Int, CaseIterable {
 
     var text: String {
         switch self {
-        case .firstDelivery:
-            // One statement for what a duplicate is answered with: the first delivery's id, the
-            // order it named and that order as it is now (three lookups on the writer's turn
-            // before). A new key finds no row, after the same one index seek as before.
+        case .dedupKeyLookup:
+            "SELECT notification_id FROM dedup_keys WHERE provider = ? AND account = ? AND dedup_key = ?"
+        case .deliveryOrder:
+            // What a duplicate is answered with, in one statement: the order reference its first
+            // delivery named and that order as it is now (two lookups before). Kept apart from
+            // the dedup lookup, which every new notification runs and finds nothing.
             """
-            SELECT d.notification_id, n.order_ref, \(Self.orderColumns(of: "o"))
-            FROM dedup_keys AS d
-            LEFT JOIN notifications AS n ON n.id = d.notification_id
-            LEFT JOIN orders AS o ON o.id = n.order_id
-            WHERE d.provider = ? AND d.account = ? AND d.dedup_key = ?
+            SELECT n.order_ref, \(Self.orderColumns(of: "o"))
+            FROM notifications AS n LEFT JOIN orders AS o ON o.id = n.order_id
+            WHERE n.id = ?
             """
         case .dedupKeyInsert:
             "INSERT INTO dedup_keys (provider, account, dedup_key, notification_id) VALUES (?, ?, ?, ?)"

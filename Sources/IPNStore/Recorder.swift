@@ -30,20 +30,19 @@ enum Recorder {
     ) throws -> RecordOutcome {
         let db = tx.db
         let scope = Scope(provider: request.provider, account: request.account)
-        let firstDelivery = try RawStatement(tx, .firstDelivery).first(
-            .text(scope.provider), .text(scope.account), .text(notification.dedupKey)
-        ) { row in
-            let order = row.isNull(2) ? nil : try OrderRow(row: row, from: 2)
-            return (id: row.int(0) ?? 0, orderRef: row.text(1), order: order)
-        }
-        if let first = firstDelivery {
+        let dedup = try RawStatement(tx, .dedupKeyLookup)
+        if let firstID = try dedup.first(.text(scope.provider), .text(scope.account), .text(notification.dedupKey), read: { $0.int(0) }) ?? nil {
+            let first = try RawStatement(tx, .deliveryOrder).first(.int(firstID)) { row in
+                (orderRef: row.text(0), order: row.isNull(1) ? nil : try OrderRow(row: row, from: 1))
+            }
+            let order = first?.order
             let id = try insertNotification(
                 tx, request: request, verdict: .duplicate, reason: nil,
-                reasonDetail: "same dedup key as notification \(first.id)", notification: notification, detail: detail,
-                order: first.order, orderRef: first.orderRef
+                reasonDetail: "same dedup key as notification \(firstID)", notification: notification, detail: detail,
+                order: order, orderRef: first?.orderRef
             )
-            return RecordOutcome(notificationID: id, verdict: .duplicate, orderState: first.order?.state,
-                                 orderRef: first.order?.orderRef ?? notification.orderRef)
+            return RecordOutcome(notificationID: id, verdict: .duplicate, orderState: order?.state,
+                                 orderRef: order?.orderRef ?? notification.orderRef)
         }
 
         var order: OrderRow?
