@@ -20,7 +20,7 @@ public enum NotificationEffect: Sendable, Equatable, Codable {
     case chargebackReversal
     /// Authentic and linked to its order, with no state effect by design.
     case record
-    /// A status this provider mapping does not know: stored and acknowledged, no transition.
+    /// A status this provider mapping does not know: stored and acknowledged; it moves no order.
     case unknownStatus
 }
 

@@ -235,7 +235,7 @@ public struct Alipay: NotificationProvider {
     }
 
     /// A notifyType ipnd has no mapping for: kept with whatever order reference or payment id
-    /// it carries, acknowledged, no transition. Its notifyType is the status word it lacks.
+    /// it carries, acknowledged; it moves no order. Its notifyType is the status word it lacks.
     static func unknownType(_ body: JSONObject, notifyType: String) -> VerifiedNotification {
         let orderRef = nonEmptyText(body, "paymentRequestId")
         let paymentID = nonEmptyText(body, "paymentId")
