@@ -89,10 +89,7 @@ enum Expectations {
             arguments: [amount.minor, amount.currency, order.id]
         )
         order.expected = amount
-        try db.execute(
-            sql: "INSERT INTO transitions (order_id, from_state, to_state, at, notification_id) VALUES (?, NULL, ?, ?, NULL)",
-            arguments: [order.id, OrderState.expected.rawValue, now]
-        )
+        try Recorder.insertTransition(tx, orderID: order.id, from: nil, to: .expected, notificationID: nil)
         return ExpectationOutcome(state: .expected, mismatch: nil)
     }
 }

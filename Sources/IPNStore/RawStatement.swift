@@ -156,10 +156,13 @@ enum WriteSQL: Int, CaseIterable {
     case orderByRef, orderByID, orderInsert, orderUpdate
 
     /// The columns `OrderRow` reads, in its order.
-    private static func orderColumns(of table: String = "orders") -> String {
-        ["id", "order_ref", "state", "amount_minor", "currency", "refunded_minor", "expected_amount_minor",
-         "expected_currency", "flags", "provider_txn_id", "updated_at"].map { "\(table).\($0)" }.joined(separator: ", ")
-    }
+    private static let orderColumnNames = [
+        "id", "order_ref", "state", "amount_minor", "currency", "refunded_minor", "expected_amount_minor",
+        "expected_currency", "flags", "provider_txn_id", "updated_at",
+    ]
+    private static let orderColumns = orderColumnNames.joined(separator: ", ")
+    /// The same, of the orders table named `o` in a join.
+    private static let joinedOrderColumns = orderColumnNames.map { "o.\($0)" }.joined(separator: ", ")
 
     var text: String {
         switch self {
@@ -170,7 +173,7 @@ enum WriteSQL: Int, CaseIterable {
             // delivery named and that order as it is now (two lookups before). Kept apart from
             // the dedup lookup, which every new notification runs and finds nothing.
             """
-            SELECT n.order_ref, \(Self.orderColumns(of: "o"))
+            SELECT n.order_ref, \(Self.joinedOrderColumns)
             FROM notifications AS n LEFT JOIN orders AS o ON o.id = n.order_id
             WHERE n.id = ?
             """
@@ -187,9 +190,9 @@ enum WriteSQL: Int, CaseIterable {
         case .transitionInsert:
             "INSERT INTO transitions (order_id, from_state, to_state, at, notification_id) VALUES (?, ?, ?, ?, ?)"
         case .orderByRef:
-            "SELECT \(Self.orderColumns()) FROM orders WHERE provider = ? AND account = ? AND order_ref = ?"
+            "SELECT \(Self.orderColumns) FROM orders WHERE provider = ? AND account = ? AND order_ref = ?"
         case .orderByID:
-            "SELECT \(Self.orderColumns()) FROM orders WHERE id = ?"
+            "SELECT \(Self.orderColumns) FROM orders WHERE id = ?"
         case .orderInsert:
             """
             INSERT INTO orders (provider, account, order_ref, provider_txn_id, state, amount_minor, currency,

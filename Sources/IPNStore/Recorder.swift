@@ -154,8 +154,7 @@ enum Recorder {
                 amount: notification.describesThePayment ? notification.amount : nil,
                 refundedMinor: 0, providerTxnID: txnID
             )
-            try RawStatement(tx, .transitionInsert).run(
-                .int(created.id), .null, .text(OrderState.pending.rawValue), .text(now), .null)
+            try insertTransition(tx, orderID: created.id, from: nil, to: .pending, notificationID: nil)
             order = created
         }
         if let flag = decision.flag, var existing = order {
@@ -164,8 +163,7 @@ enum Recorder {
         }
         let notificationID = try store(order, decision)
         if let newState = decision.newState, let order {
-            let insert = try RawStatement(tx, .transitionInsert)
-            try insert.run(.int(order.id), .text(previousState?.rawValue), .text(newState.rawValue), .text(now), .int(notificationID))
+            try insertTransition(tx, orderID: order.id, from: previousState, to: newState, notificationID: notificationID)
         }
         // Every authentic refund of the order's currency is remembered by id, a stale one too:
         // its amount counts in the sum a refund arriving later is checked against.
@@ -230,6 +228,15 @@ enum Recorder {
         return db.changesCount > 0
     }
 
+    /// One row of an order's history: `from` is nil for its first, and `notificationID` is nil for a
+    /// transition no notification caused (the order's creation by an expectation, or pending).
+    static func insertTransition(
+        _ tx: WriteContext, orderID: Int64, from: OrderState?, to: OrderState, notificationID: Int64?
+    ) throws {
+        try RawStatement(tx, .transitionInsert).run(
+            .int(orderID), .text(from?.rawValue), .text(to.rawValue), .text(tx.now), .int(notificationID))
+    }
+
     private static func insertDedupKey(_ tx: WriteContext, scope: Scope, key: String, notificationID: Int64) throws {
         let insert = try RawStatement(tx, .dedupKeyInsert)
         try insert.run(.text(scope.provider), .text(scope.account), .text(key), .int(notificationID))
@@ -266,8 +273,8 @@ enum Recorder {
     }
 }
 
-/// An entry with what can be worked out before the writer's turn done by the caller: the writer
-/// is the one serial stage, so the notification's details are turned into JSON text beforehand.
+/// An entry, with what needs no database worked out by the caller before the writer's turn: the
+/// writer is the one serial stage, so the notification's details become JSON text beforehand.
 struct PreparedEntry: Sendable {
     let entry: InboxEntry
     /// The verified notification's `detail` as a JSON object, nil when it has none.
