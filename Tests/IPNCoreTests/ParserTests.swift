@@ -88,6 +88,16 @@ struct FormBodyTests {
         #expect(throws: FormError.self) { try FormBody.parse(Array(text.utf8)) }
     }
 
+    @Test("raw bytes beyond ASCII are kept when they are UTF-8 and refused when they are not")
+    func rawNonASCII() throws {
+        let form = try FormBody.parse(Array("c=€&n=Zoë".utf8))
+        #expect(form["c"] == "€")
+        #expect(form["n"] == "Zoë")
+        for bytes: [UInt8] in [[0x61, 0x3D, 0xFF], [0x61, 0x3D, 0xC3, 0x28], [0xE2, 0x82, 0x3D, 0x31], [0x61, 0x3D, 0xF0, 0x90, 0x80]] {
+            #expect(throws: FormError.self) { try FormBody.parse(bytes) }
+        }
+    }
+
     @Test("repeated names differing only in case are refused when names are case-insensitive")
     func repeatedCaseInsensitive() {
         #expect(throws: FormError.self) { try FormBody.parse(Array("Amount=1&amount=2".utf8), caseInsensitiveNames: true) }

@@ -62,12 +62,11 @@ public struct FormBody: Sendable, Equatable {
 
     /// Percent-decodes one component (`+` as space), validating escapes and UTF-8.
     public static func decodeComponent(_ raw: ArraySlice<UInt8>) throws(FormError) -> String {
-        // Most components (ids, amounts, codes) hold no escape: validate them in place.
-        if !raw.contains(where: { $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: "+") }) {
-            guard let string = raw.withUnsafeBufferPointer({ String(validating: $0, as: UTF8.self) }) else {
-                throw FormError(message: "form field is not valid UTF-8")
-            }
-            return string
+        // Most components (ids, amounts, codes) are plain ASCII without escapes: such bytes are
+        // valid UTF-8 as they are, so they need no copy and no validation (String(validating:)
+        // is not specialised here and cost ~1,000 instructions a component).
+        if !raw.contains(where: { $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: "+") || $0 >= 0x80 }) {
+            return String(decoding: raw, as: UTF8.self)
         }
         var out = [UInt8]()
         out.reserveCapacity(raw.count)
