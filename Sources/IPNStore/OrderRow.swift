@@ -77,21 +77,21 @@ struct OrderRow {
         self.updatedAt = updatedAt
     }
 
-    /// Reads the order's columns (`WriteSQL.orderColumns`) from `row`, the first at `first`.
-    init(row: RawStatement.Row, from first: Int32 = 0) throws {
-        id = row.int(first) ?? 0
-        orderRef = row.text(first + 1) ?? ""
-        let stateText = row.text(first + 2) ?? ""
+    /// Reads the order's columns (`WriteSQL.orderColumns`) from `row`.
+    init(row: RawStatement.Row) throws {
+        id = row.int(0) ?? 0
+        orderRef = row.text(1) ?? ""
+        let stateText = row.text(2) ?? ""
         guard let state = OrderState(rawValue: stateText) else {
             throw StoreError(message: "order \(id) has an unknown state \"\(stateText)\" in the store")
         }
         self.state = state
-        amount = zip(row.int(first + 3), row.text(first + 4)).map { Money(minor: $0, currency: $1) }
-        refundedMinor = row.int(first + 5) ?? 0
-        expected = zip(row.int(first + 6), row.text(first + 7)).map { Money(minor: $0, currency: $1) }
-        flags = (row.text(first + 8) ?? "").split(separator: ",").map(String.init)
-        providerTxnID = row.text(first + 9)
-        updatedAt = row.text(first + 10) ?? ""
+        amount = zip(row.int(3), row.text(4)).map { Money(minor: $0, currency: $1) }
+        refundedMinor = row.int(5) ?? 0
+        expected = zip(row.int(6), row.text(7)).map { Money(minor: $0, currency: $1) }
+        flags = (row.text(8) ?? "").split(separator: ",").map(String.init)
+        providerTxnID = row.text(9)
+        updatedAt = row.text(10) ?? ""
     }
 }
 

@@ -161,19 +161,18 @@ enum WriteSQL: Int, CaseIterable {
         "expected_currency", "flags", "provider_txn_id", "updated_at",
     ]
     private static let orderColumns = orderColumnNames.joined(separator: ", ")
-    /// The same, of the orders table named `o` in a join.
-    private static let joinedOrderColumns = orderColumnNames.map { "o.\($0)" }.joined(separator: ", ")
 
     var text: String {
         switch self {
         case .dedupKeyLookup:
             "SELECT notification_id FROM dedup_keys WHERE provider = ? AND account = ? AND dedup_key = ?"
         case .deliveryOrder:
-            // What a duplicate is answered with, in one statement: the order reference its first
-            // delivery named and that order as it is now (two lookups before). Kept apart from
-            // the dedup lookup, which every new notification runs and finds nothing.
+            // What a duplicate is recorded and answered with, in one statement: the order
+            // reference its first delivery named and that order's id, reference and state as they
+            // are now (`FirstDelivery`). Kept apart from the dedup lookup, which every new
+            // notification runs and finds nothing.
             """
-            SELECT n.order_ref, \(Self.joinedOrderColumns)
+            SELECT n.order_ref, o.id, o.order_ref, o.state
             FROM notifications AS n LEFT JOIN orders AS o ON o.id = n.order_id
             WHERE n.id = ?
             """

@@ -14,7 +14,7 @@ enum Recorder {
         case .rejected(let request, let rejection):
             let id = try insertNotification(
                 tx, request: request, verdict: .rejected, reason: rejection.reason.rawValue,
-                reasonDetail: rejection.detail, notification: nil, detail: nil, order: nil
+                reasonDetail: rejection.detail, notification: nil, detail: nil, orderID: nil, orderRef: nil
             )
             return RecordOutcome(notificationID: id, verdict: .rejected, explanation: rejection.description)
         case .verified(let request, let notification):
@@ -32,17 +32,14 @@ enum Recorder {
         let scope = Scope(provider: request.provider, account: request.account)
         let dedup = try RawStatement(tx, .dedupKeyLookup)
         if let firstID = try dedup.first(.text(scope.provider), .text(scope.account), .text(notification.dedupKey), read: { $0.int(0) }) ?? nil {
-            let first = try RawStatement(tx, .deliveryOrder).first(.int(firstID)) { row in
-                (orderRef: row.text(0), order: row.isNull(1) ? nil : try OrderRow(row: row, from: 1))
-            }
-            let order = first?.order
+            let first = try RawStatement(tx, .deliveryOrder).first(.int(firstID)) { try FirstDelivery(row: $0) }
             let id = try insertNotification(
                 tx, request: request, verdict: .duplicate, reason: nil,
                 reasonDetail: "same dedup key as notification \(firstID)", notification: notification, detail: detail,
-                order: order, orderRef: first?.orderRef
+                orderID: first?.orderID, orderRef: first?.orderRef
             )
-            return RecordOutcome(notificationID: id, verdict: .duplicate, orderState: order?.state,
-                                 orderRef: order?.orderRef ?? notification.orderRef)
+            return RecordOutcome(notificationID: id, verdict: .duplicate, orderState: first?.orderState,
+                                 orderRef: first?.currentOrderRef ?? notification.orderRef)
         }
 
         var order: OrderRow?
@@ -54,7 +51,7 @@ enum Recorder {
                 let id = try insertNotification(
                     tx, request: request, verdict: .unlinked, reason: nil,
                     reasonDetail: "no payment with id \(key) yet; applied when it arrives",
-                    notification: notification, detail: detail, order: nil, pendingEffect: true
+                    notification: notification, detail: detail, orderID: nil, orderRef: nil, pendingEffect: true
                 )
                 try insertDedupKey(tx, scope: scope, key: notification.dedupKey, notificationID: id)
                 return RecordOutcome(notificationID: id, verdict: .unlinked, explanation: "waiting for payment \(key)")
@@ -66,7 +63,7 @@ enum Recorder {
             notificationID = try insertNotification(
                 tx, request: request, verdict: decision.verdict,
                 reason: decision.flag?.rawValue, reasonDetail: decision.explanation,
-                notification: notification, detail: detail, order: order
+                notification: notification, detail: detail, orderID: order?.id, orderRef: order?.orderRef
             )
             return notificationID
         }
@@ -250,8 +247,8 @@ enum Recorder {
         reasonDetail: String?,
         notification: VerifiedNotification?,
         detail: String?,
-        order: OrderRow?,
-        orderRef: String? = nil,
+        orderID: Int64?,
+        orderRef: String?,
         pendingEffect: Bool = false
     ) throws -> Int64 {
         let db = tx.db
@@ -261,7 +258,7 @@ enum Recorder {
             .text(request.provider), .text(request.account), .text(request.receivedAt), .text(request.clientIP),
             .text(request.target), .text(request.headers), .blob(request.body), .text(verdict.rawValue), .text(reason),
             .text(reasonDetail), .text(notification?.kind.rawValue), .text(notification?.providerStatus),
-            .text(notification?.dedupKey), .text(order?.orderRef ?? orderRef ?? notification?.orderRef), .int(order?.id),
+            .text(notification?.dedupKey), .text(orderRef ?? notification?.orderRef), .int(orderID),
             .text(notification?.providerTxnID), .text(notification?.link?.key), .int(notification?.amount?.minor),
             .text(notification?.amount?.currency), .text(detail)
         )
@@ -286,6 +283,32 @@ struct PreparedEntry: Sendable {
             detailJSON = JSONText.object(notification.detail)
         } else {
             detailJSON = nil
+        }
+    }
+}
+
+/// What a duplicate is recorded and answered with: its first delivery's order, as it is now.
+struct FirstDelivery {
+    /// The order the first delivery's row names: the order's reference when it is linked to
+    /// one, else the reference the first delivery itself carried.
+    let orderRef: String?
+    let orderID: Int64?
+    /// The linked order's reference and state; nil when the first delivery has no order.
+    let currentOrderRef: String?
+    let orderState: OrderState?
+
+    /// Reads `WriteSQL.deliveryOrder`'s columns: `n.order_ref, o.id, o.order_ref, o.state`.
+    init(row: RawStatement.Row) throws {
+        orderID = row.int(1)
+        currentOrderRef = row.text(2)
+        orderRef = currentOrderRef ?? row.text(0)
+        if let stateText = row.text(3) {
+            guard let state = OrderState(rawValue: stateText) else {
+                throw StoreError(message: "order \(orderID ?? 0) has an unknown state \"\(stateText)\" in the store")
+            }
+            orderState = state
+        } else {
+            orderState = nil
         }
     }
 }
