@@ -40,6 +40,11 @@ let package = Package(
             pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]
         ),
+        // The system SQLite's process-wide settings (sqlite3_config is variadic: a C shim).
+        .systemLibrary(
+            name: "CSQLiteSetup",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
         // Pure logic, no I/O: crypto wrapper, money, state machine, parsers, providers.
         .target(
             name: "IPNCore",
@@ -50,7 +55,7 @@ let package = Package(
         .target(
             name: "IPNStore",
             dependencies: [
-                "IPNCore",
+                "IPNCore", "CSQLiteSetup",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
@@ -118,7 +123,10 @@ let package = Package(
         ),
         .testTarget(
             name: "IPNStoreTests",
-            dependencies: ["IPNStore", "IPNCore", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "IPNStore", "IPNCore", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

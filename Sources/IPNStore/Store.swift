@@ -12,6 +12,8 @@ public final class Store: Sendable {
     /// Opens (creating if needed) and migrates the store for the daemon.
     public init(path: String) throws(StoreError) {
         self.path = path
+        // The daemon opens no connection before this one, so the settings hold for all of them.
+        _ = SQLiteLibrary.configure()
         var configuration = Configuration()
         configuration.label = "ipnd"
         configuration.busyMode = .timeout(5)
