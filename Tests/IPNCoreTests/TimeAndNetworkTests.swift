@@ -52,6 +52,16 @@ struct IPNetworkTests {
         #expect(!(try #require(IPNetwork("10.0.0.0/9")).contains(try #require(IPAddress("10.128.0.1")))))
     }
 
+    @Test("addresses are written in their standard text form", arguments: [
+        ("203.0.113.7", "203.0.113.7"), ("0.0.0.0", "0.0.0.0"), ("255.255.255.255", "255.255.255.255"),
+        ("2001:0db8:0000:0000:0000:0000:0000:0001", "2001:db8::1"), ("::1", "::1"), ("::", "::"),
+        ("fe80::1:2:3:4", "fe80::1:2:3:4"), ("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"),
+    ])
+    func description(text: String, expected: String) throws {
+        #expect(try #require(IPAddress(text)).description == expected)
+        #expect(try #require(IPNetwork(text + "/\(text.contains(":") ? 64 : 24)")).description.hasPrefix(expected + "/"))
+    }
+
     @Test("IPv4-mapped IPv6 addresses are their IPv4 address")
     func mapped() throws {
         let address = try #require(IPAddress("::ffff:192.0.2.1"))

@@ -41,10 +41,14 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
     public var isIPv4: Bool { bytes.count == 4 }
 
     public var description: String {
-        var out = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
-        let family = isIPv4 ? AF_INET : AF_INET6
-        _ = bytes.withUnsafeBytes { inet_ntop(family, $0.baseAddress, &out, socklen_t(out.count)) }
-        return String(decoding: out.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        // Every stored request names its client: formatted on the stack, without two arrays.
+        withUnsafeTemporaryAllocation(of: CChar.self, capacity: Int(INET6_ADDRSTRLEN)) { buffer in
+            let family = isIPv4 ? AF_INET : AF_INET6
+            guard let out = buffer.baseAddress,
+                bytes.withUnsafeBytes({ inet_ntop(family, $0.baseAddress, out, socklen_t(buffer.count)) }) != nil
+            else { return "" }
+            return String(cString: out)
+        }
     }
 }
 
