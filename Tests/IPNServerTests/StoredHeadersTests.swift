@@ -81,3 +81,23 @@ struct StoredHeadersTests {
         #expect(IPAddress(bytes: [1, 2, 3]) == nil)
     }
 }
+
+@Suite("Header lookups by scan")
+struct ScannedHeaderTests {
+    @Test("give what HTTPFields' subscripts give: none, one, repeats in order, cookies joined with ;")
+    func sameAsSubscripts() throws {
+        var fields = HTTPFields()
+        fields.append(HTTPField(name: .contentType, value: "application/json"))
+        fields.append(HTTPField(name: .xForwardedFor, value: "203.0.113.7"))
+        fields.append(HTTPField(name: try #require(HTTPField.Name("x-forwarded-for")), value: "10.0.0.1, 10.0.0.2"))
+        fields.append(HTTPField(name: .cookie, value: "a=1"))
+        fields.append(HTTPField(name: .cookie, value: "b=2"))
+        fields.append(HTTPField(name: .contentLength, value: "42"))
+        for name: HTTPField.Name in [.contentType, .xForwardedFor, .cookie, .contentLength, .authorization] {
+            #expect(fields.scannedValues(name) == fields[values: name])
+            #expect(fields.scanned(name) == fields[name])
+        }
+        #expect(fields.scannedValues(.xForwardedFor) == ["203.0.113.7", "10.0.0.1, 10.0.0.2"])
+        #expect(fields.scanned(.authorization) == nil)
+    }
+}

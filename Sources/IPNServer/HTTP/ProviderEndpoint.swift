@@ -22,7 +22,7 @@ struct ProviderEndpoint: Sendable {
             return Response.plain(404, "unknown provider\n").closingIfBodyUnread(request, context: context)
         }
         let limit = config.server.maxBodyBytes
-        if let declared = request.headers[.contentLength].flatMap({ Int($0) }), declared > limit {
+        if let declared = request.headers.scanned(.contentLength).flatMap({ Int($0) }), declared > limit {
             return tooLarge(context: context, provider: providerName, detail: "Content-Length \(declared)")
         }
         // Part by part rather than `collect(upTo:)`, so a body that ends early (the client went
@@ -42,7 +42,7 @@ struct ProviderEndpoint: Sendable {
         }
         let clientIP = ClientAddress.resolve(
             peer: context.peerAddress,
-            forwardedFor: request.headers[values: .xForwardedFor],
+            forwardedFor: request.headers.scannedValues(.xForwardedFor),
             trustedProxies: config.server.trustedProxies
         )
         let raw = RawRequest(
@@ -66,7 +66,7 @@ struct ProviderEndpoint: Sendable {
         var answerFor: (RecordOutcome) -> ProviderAnswer = { _ in providerType.acknowledgement }
         if let bodyEnded {
             logger.notice("request body ended early", metadata: ["provider": "\(providerName)", "error": "\(bodyEnded)"])
-            let declared = request.headers[.contentLength].map { " of \($0.prefix(20)) declared" } ?? ""
+            let declared = request.headers.scanned(.contentLength).map { " of \($0.prefix(20)) declared" } ?? ""
             entry = .rejected(received, Rejection(.incompleteBody, "the body ended after \(body.count) bytes\(declared)"))
             answerFor = { _ in providerType.answer(for: Rejection(.incompleteBody, "")) }
         } else if let account = config.account(provider: providerName, name: accountName) {
@@ -127,8 +127,16 @@ struct ProviderEndpoint: Sendable {
         if let state = outcome.orderState { metadata["order_state"] = .string(state.rawValue) }
         logger.log(level: outcome.verdict == .rejected || outcome.verdict == .mismatch ? .warning : .info,
                    "notification", metadata: metadata)
+        if answer == providerType.acknowledgement, let acknowledgement = Self.acknowledgements[providerName] {
+            return acknowledgement
+        }
         return Response(answer)
     }
+
+    /// Each provider's acknowledgement, built once: most answers are one of these, and building
+    /// a response (its header fields and body buffer) cost more than looking it up.
+    private static let acknowledgements: [String: Response] = Dictionary(
+        uniqueKeysWithValues: ProviderRegistry.all.map { ($0.name, Response($0.acknowledgement)) })
 
     /// Whether `path` is `/ipn/{provider}[/{account}]` of a configured account.
     func servesAccount(atPath path: String) -> Bool {
@@ -180,5 +188,23 @@ extension Duration {
         let hundredths = seconds * 100_000 + attoseconds / 10_000_000_000_000
         let fraction = hundredths % 100
         return "\(hundredths / 100).\(fraction < 10 ? "0" : "")\(fraction)"
+    }
+}
+
+extension HTTPFields {
+    /// The values of the fields named `name`, in order, as `self[values: name]` gives them. A
+    /// scan: the subscripts build an index of every name on first use, which cost more than
+    /// scanning the few fields of a notification (about 4k instructions a request).
+    func scannedValues(_ name: HTTPField.Name) -> [String] {
+        var values: [String] = []
+        for field in self where field.name == name { values.append(field.value) }
+        return values
+    }
+
+    /// The fields named `name` combined as `self[name]` combines them, or nil when there is none.
+    func scanned(_ name: HTTPField.Name) -> String? {
+        let values = scannedValues(name)
+        guard !values.isEmpty else { return nil }
+        return values.joined(separator: name == .cookie ? "; " : ", ")
     }
 }
