@@ -304,8 +304,8 @@ enum CitconMapping {
         let reference = try fields.required("reference")
         let status = try fields.required("notify_status")
         let amount = try fields.money("amount")
-        // CHOP knows one success word; any other value is a failure.
-        let effect: NotificationEffect = status.caseInsensitiveEquals("success") ? .transition(.paid) : .transition(.failed)
+        // CHOP knows one success word, as providers.md writes it; any other value is a failure.
+        let effect: NotificationEffect = status == "success" ? .transition(.paid) : .transition(.failed)
         return VerifiedNotification(
             kind: .payment,
             orderRef: reference,
@@ -348,10 +348,13 @@ enum CitconMapping {
         }
     }
 
-    /// Chargeback stages: lost and won decide; every other stage is only recorded.
+    /// Chargeback stages: `Lost` and `Won` (as providers.md writes them, like every other status
+    /// word, matched exactly) decide; every other stage is only recorded.
     static func chargebackEffect(_ stage: String) -> NotificationEffect {
-        if stage.caseInsensitiveEquals("Lost") { return .transition(.chargedBack) }
-        if stage.caseInsensitiveEquals("Won") { return .chargebackReversal }
-        return .record
+        switch stage {
+        case "Lost": .transition(.chargedBack)
+        case "Won": .chargebackReversal
+        default: .record
+        }
     }
 }
