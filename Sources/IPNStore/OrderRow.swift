@@ -19,12 +19,12 @@ struct OrderRow {
 
     static func fetch(_ tx: WriteContext, scope: Scope, orderRef: String) throws -> OrderRow? {
         let query = try RawStatement(tx, .orderByRef)
-        return try query.first(.text(scope.provider), .text(scope.account), .text(orderRef), read: { try OrderRow(row: $0) })
+        return try query.first(.text(scope.provider), .text(scope.account), .text(orderRef), read: OrderRow.init(row:))
     }
 
     static func fetch(_ tx: WriteContext, id: Int64) throws -> OrderRow? {
         let query = try RawStatement(tx, .orderByID)
-        return try query.first(.int(id), read: { try OrderRow(row: $0) })
+        return try query.first(.int(id), read: OrderRow.init(row:))
     }
 
     static func insert(
@@ -78,7 +78,7 @@ struct OrderRow {
     }
 
     /// Reads the order's columns (`WriteSQL.orderColumns`) from `row`.
-    init(row: RawStatement.Row) throws {
+    private init(row: RawStatement.Row) throws {
         id = row.int(0) ?? 0
         orderRef = row.text(1) ?? ""
         let stateText = row.text(2) ?? ""

@@ -156,11 +156,10 @@ enum WriteSQL: Int, CaseIterable {
     case orderByRef, orderByID, orderInsert, orderUpdate
 
     /// The columns `OrderRow` reads, in its order.
-    private static let orderColumnNames = [
-        "id", "order_ref", "state", "amount_minor", "currency", "refunded_minor", "expected_amount_minor",
-        "expected_currency", "flags", "provider_txn_id", "updated_at",
-    ]
-    private static let orderColumns = orderColumnNames.joined(separator: ", ")
+    private static let orderColumns = """
+        id, order_ref, state, amount_minor, currency, refunded_minor, expected_amount_minor, expected_currency,
+        flags, provider_txn_id, updated_at
+        """
 
     var text: String {
         switch self {
