@@ -89,11 +89,13 @@ enum Console {
     }
 }
 
-/// The process-wide logger: logfmt lines on stderr, level from `$IPND_LOG_LEVEL` (default info).
+/// The daemon's process-wide logger: logfmt lines on stderr, written in batches, level from
+/// `$IPND_LOG_LEVEL` (default info). Flush `output` before the process exits.
 enum DaemonLogging {
-    static func bootstrap() -> Logger {
+    static func bootstrap() -> (logger: Logger, output: LogOutput) {
         let level = ProcessInfo.processInfo.environment["IPND_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
-        LoggingSystem.bootstrap { label in LogfmtLogHandler(label: label, level: level) }
-        return Logger(label: "ipnd")
+        let output = LogOutput.batchedStandardError()
+        LoggingSystem.bootstrap { label in LogfmtLogHandler(label: label, level: level, output: output) }
+        return (Logger(label: "ipnd"), output)
     }
 }

@@ -1,4 +1,6 @@
-import IPNServer
+import Foundation
+import IPNCore
+@testable import IPNServer
 import Logging
 import Testing
 
@@ -56,5 +58,131 @@ struct LogfmtLogHandlerTests {
         logger.info("event", metadata: ["value": .string(value)])
         let line = try #require(output.captured.first)
         #expect(line.contains(logged), "\(line)")
+    }
+}
+
+@Suite("log lines written in batches (the daemon's stderr)")
+struct BatchedLogOutputTests {
+    /// A pipe standing in for stderr; its read end does not block.
+    final class LogPipe {
+        let readEnd: Int32
+        let writeEnd: Int32
+
+        init() throws {
+            var ends: [Int32] = [0, 0]
+            guard pipe(&ends) == 0 else { throw POSIXError(.EMFILE) }
+            (readEnd, writeEnd) = (ends[0], ends[1])
+            _ = fcntl(readEnd, F_SETFL, fcntl(readEnd, F_GETFL) | O_NONBLOCK)
+        }
+
+        deinit {
+            close(readEnd)
+            close(writeEnd)
+        }
+
+        /// What has been written and not read yet.
+        func available() -> String {
+            var bytes: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while true {
+                let count = Glibc.read(readEnd, &buffer, buffer.count)
+                guard count > 0 else { break }
+                bytes += buffer[0..<count]
+            }
+            return String(decoding: bytes, as: UTF8.self)
+        }
+
+        /// Reads until `done` says the text so far is complete, or `timeout` passes.
+        func read(until done: (String) -> Bool, timeout: Double = 10) -> String {
+            var text = ""
+            let deadline = Date().addingTimeInterval(timeout)
+            while !done(text), Date() < deadline {
+                let more = available()
+                if more.isEmpty { usleep(1000) } else { text += more }
+            }
+            return text
+        }
+    }
+
+    static func messages(_ text: String) -> [String] {
+        text.split(separator: "\n").compactMap { line in
+            line.split(separator: " ").first { $0.hasPrefix("msg=") }.map { String($0.dropFirst(4)) }
+        }
+    }
+
+    @Test("info lines wait for the flusher; a warning writes them and itself before log returns, in order")
+    func warningWritesAtOnce() throws {
+        let pipe = try LogPipe()
+        let output = LogOutput.batched(descriptor: pipe.writeEnd, linger: .seconds(10))
+        let logger = Logger(label: "test") { LogfmtLogHandler(label: $0, output: output) }
+        logger.info("first")
+        logger.notice("second")
+        #expect(pipe.available().isEmpty, "written before the linger")
+        logger.warning("third")
+        #expect(Self.messages(pipe.available()) == ["first", "second", "third"])
+        logger.info("fourth")
+        output.flush()
+        #expect(Self.messages(pipe.available()) == ["fourth"])
+    }
+
+    @Test("a line logged alone is written within the linger, without a flush")
+    func lingerEnds() throws {
+        let pipe = try LogPipe()
+        let output = LogOutput.batched(descriptor: pipe.writeEnd, linger: .milliseconds(1))
+        let logger = Logger(label: "test") { LogfmtLogHandler(label: $0, output: output) }
+        for round in 1...3 {
+            logger.info("round-\(round)")
+            let text = pipe.read(until: { $0.hasSuffix("\n") })
+            #expect(Self.messages(text) == ["round-\(round)"])
+        }
+    }
+
+    @Test("lines from many threads arrive whole, each once, and in each thread's order")
+    func concurrentLines() async throws {
+        let pipe = try LogPipe()
+        let output = LogOutput.batched(descriptor: pipe.writeEnd, linger: .milliseconds(1))
+        let (threads, perThread) = (8, 2000)
+        // The reader drains the pipe meanwhile: a full pipe would block the writes.
+        let reader = Task.detached { pipe.read(until: { $0.utf8.count(where: { $0 == UInt8(ascii: "\n") }) == threads * perThread }, timeout: 60) }
+        await withTaskGroup(of: Void.self) { group in
+            for thread in 0..<threads {
+                group.addTask {
+                    let logger = Logger(label: "test") { LogfmtLogHandler(label: $0, output: output) }
+                    for index in 0..<perThread { logger.info("t\(thread)-\(index)", metadata: ["padding": "\(String(repeating: "x", count: index % 300))"]) }
+                }
+            }
+        }
+        let text = await reader.value
+        let messages = Self.messages(text)
+        #expect(messages.count == threads * perThread)
+        for thread in 0..<threads {
+            let mine = messages.filter { $0.hasPrefix("t\(thread)-") }
+            #expect(mine == (0..<perThread).map { "t\(thread)-\($0)" })
+        }
+        #expect(text.split(separator: "\n").allSatisfy { $0.hasPrefix("ts=") && $0.contains(" padding=") })
+    }
+
+    @Test("an appender that finds the limit reached writes what is waiting itself")
+    func limitWritesAtOnce() throws {
+        let pipe = try LogPipe()
+        let writer = BatchedDescriptorWriter(descriptor: pipe.writeEnd, linger: .seconds(10), limit: 1000)
+        let line = Array(String(repeating: "a", count: 399).utf8) + [UInt8(ascii: "\n")]
+        writer.append(line)
+        writer.append(line)
+        #expect(pipe.available().isEmpty)
+        writer.append(line)
+        #expect(pipe.available().utf8.count == 1200)
+        writer.stop()
+    }
+
+    @Test("after stop, lines are written at once")
+    func stopped() throws {
+        let pipe = try LogPipe()
+        let writer = BatchedDescriptorWriter(descriptor: pipe.writeEnd, linger: .seconds(10))
+        writer.append(Array("before\n".utf8))
+        writer.stop()
+        #expect(pipe.available() == "before\n")
+        writer.append(Array("after\n".utf8))
+        #expect(pipe.available() == "after\n")
     }
 }

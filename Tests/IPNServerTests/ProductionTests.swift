@@ -273,6 +273,15 @@ struct ProductionTests {
         #expect(missing.isEmpty, "acknowledged but not stored: \(missing.prefix(10))")
         let integrity = try installation.query { db in try String.fetchOne(db, sql: "PRAGMA integrity_check") }
         #expect(integrity == "ok")
+        // The log is written in batches: the lines of the last notifications before the exit are
+        // out too, one per acknowledged notification, and the last line says it stopped.
+        let lines = try #require(await daemon.allLogLines())
+        let logged = Set(lines.filter { $0.contains("msg=notification") }.compactMap { line in
+            line.split(separator: " ").first { $0.hasPrefix("order_ref=") }.map { String($0.dropFirst("order_ref=".count)) }
+        })
+        let unlogged = acked.filter { !logged.contains($0) }
+        #expect(unlogged.isEmpty, "acknowledged without a log line: \(unlogged.prefix(10))")
+        #expect(lines.last?.contains("msg=stopped") == true, "last line: \(lines.last ?? "none")")
         // Clean shutdown checkpoints the WAL away.
         let walSize = (try? FileManager.default.attributesOfItem(atPath: installation.storePath + "-wal")[.size] as? Int) ?? 0
         #expect(walSize == 0)

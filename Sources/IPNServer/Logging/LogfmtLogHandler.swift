@@ -43,7 +43,7 @@ public struct LogfmtLogHandler: LogHandler {
             Self.appendQuoted("\(error)", to: &line)
         }
         line.append(UInt8(ascii: "\n"))
-        output.write(line)
+        output.write(line, level: event.level)
     }
 
     /// Appends the UTF-8 bytes of `text` in one copy.
@@ -116,27 +116,56 @@ public struct LogfmtLogHandler: LogHandler {
     }
 }
 
-/// Where log lines go: stderr, or a buffer in tests.
+/// Where log lines go: stderr, directly or in batches, or a buffer in tests.
 public final class LogOutput: Sendable {
-    private let capturing: Bool
-    private let lines = Locked<[String]>([])
-
-    private init(capturing: Bool) {
-        self.capturing = capturing
+    private enum Destination: Sendable {
+        case descriptor(Int32)
+        case batched(BatchedDescriptorWriter)
+        case capture(Locked<[String]>)
     }
 
-    public static let standardError = LogOutput(capturing: false)
+    private let destination: Destination
+
+    private init(_ destination: Destination) {
+        self.destination = destination
+    }
+
+    /// One `write(2)` per line.
+    public static let standardError = LogOutput(.descriptor(STDERR_FILENO))
+
+    /// stderr for the daemon: lines are written by a thread of their own, in batches of what
+    /// was logged within `linger`, which saves a system call per notification under load.
+    /// Warnings and worse are written before `log` returns, with every line before them. Call
+    /// `flush()` before the process exits.
+    public static func batchedStandardError(linger: Duration = .milliseconds(1)) -> LogOutput {
+        batched(descriptor: STDERR_FILENO, linger: linger)
+    }
+
+    static func batched(descriptor: Int32, linger: Duration, limit: Int = 1 << 20) -> LogOutput {
+        LogOutput(.batched(BatchedDescriptorWriter(descriptor: descriptor, linger: linger, limit: limit)))
+    }
 
     /// An output that keeps lines in memory (tests).
-    public static func capture() -> LogOutput { LogOutput(capturing: true) }
+    public static func capture() -> LogOutput { LogOutput(.capture(Locked([]))) }
 
-    public var captured: [String] { lines.withLock { $0 } }
+    public var captured: [String] {
+        guard case .capture(let lines) = destination else { return [] }
+        return lines.withLock { $0 }
+    }
 
-    func write(_ line: [UInt8]) {
-        if capturing {
+    /// Writes every line logged so far.
+    public func flush() {
+        if case .batched(let writer) = destination { writer.flush() }
+    }
+
+    func write(_ line: [UInt8], level: Logger.Level) {
+        switch destination {
+        case .descriptor(let descriptor):
+            DescriptorOutput.writeAll(line, to: descriptor)
+        case .batched(let writer):
+            writer.append(line, flushNow: level >= .warning)
+        case .capture(let lines):
             lines.withLock { $0.append(String(decoding: line, as: UTF8.self)) }
-            return
         }
-        DescriptorOutput.writeAll(line, to: STDERR_FILENO)
     }
 }

@@ -6,6 +6,7 @@ final class DaemonProcess: Sendable {
     let process: Process
     private let stderrLines = Locked<[String]>([])
     private let ports = Locked<(provider: Int, ops: Int)?>(nil)
+    private let stderrClosed = Locked(false)
 
     /// Starts `ipnd serve --config configPath`, optionally through `launcher` (e.g. setpriv).
     init(configPath: String, environment: [String: String] = [:], launcher: [String] = []) throws {
@@ -32,17 +33,25 @@ final class DaemonProcess: Sendable {
         // swift-corelibs-foundation keeps the Process and its pipes alive for good (LeakSanitizer
         // reported every DaemonProcess under make test-sanitizers).
         let reader = errorPipe.fileHandleForReading
+        let closed = stderrClosed
         Thread {
+            // ipnd writes its log in batches: a read may end inside a line, kept for the next.
+            var partial: [UInt8] = []
             while true {
                 let data = reader.availableData
                 guard !data.isEmpty else { break }
-                let text = String(decoding: data, as: UTF8.self)
-                lines.withLock { $0.append(contentsOf: text.split(separator: "\n").map(String.init)) }
-                for line in text.split(separator: "\n") where line.contains("msg=listening") {
-                    ports.withLock { $0 = DaemonProcess.parsePorts(String(line)) }
+                partial.append(contentsOf: data)
+                guard let lastNewline = partial.lastIndex(of: UInt8(ascii: "\n")) else { continue }
+                let complete = partial[...lastNewline].split(separator: UInt8(ascii: "\n")).map { String(decoding: $0, as: UTF8.self) }
+                partial.removeSubrange(...lastNewline)
+                lines.withLock { $0.append(contentsOf: complete) }
+                for line in complete where line.contains("msg=listening") {
+                    ports.withLock { $0 = DaemonProcess.parsePorts(line) }
                 }
             }
+            if !partial.isEmpty { lines.withLock { $0.append(String(decoding: partial, as: UTF8.self)) } }
             try? reader.close()
+            closed.withLock { $0 = true }
         }.start()
     }
 
@@ -52,6 +61,19 @@ final class DaemonProcess: Sendable {
     }
 
     var logLines: [String] { stderrLines.withLock { $0 } }
+
+    /// Every line the daemon wrote, once it has exited and its stderr is read to the end
+    /// (nil if that takes longer than `timeout`).
+    func allLogLines(timeout: Double = 10) async -> [String]? {
+        await onDedicatedThread {
+            let deadline = Date().addingTimeInterval(timeout)
+            while !self.stderrClosed.withLock({ $0 }) {
+                guard Date() < deadline else { return nil }
+                usleep(10_000)
+            }
+            return self.logLines
+        }
+    }
 
     /// Waits until the daemon logs that it listens; returns its ports.
     func waitUntilListening(timeout: Double = 20) async throws -> (provider: Int, ops: Int) {
