@@ -19,6 +19,7 @@ final class BatchedDescriptorWriter: @unchecked Sendable {
     private var stopped = false
     // Held while taking `pending` and writing it, so two flushes cannot reorder their bytes.
     private let writing = NSLock()
+    private static let keptCapacity = 64 * 1024
 
     /// - Parameters:
     ///   - linger: how long the flusher collects lines after the first one before writing.
@@ -50,7 +51,9 @@ final class BatchedDescriptorWriter: @unchecked Sendable {
         defer { writing.unlock() }
         condition.lock()
         let bytes = pending
-        pending.removeAll(keepingCapacity: true)
+        // Room for a usual batch, without keeping a burst's megabyte for good.
+        pending = []
+        pending.reserveCapacity(min(bytes.count, Self.keptCapacity))
         condition.unlock()
         if !bytes.isEmpty { DescriptorOutput.writeAll(bytes, to: descriptor) }
     }
