@@ -159,6 +159,19 @@ RSS                  idle $(mb "$IDLE_RSS_KB"), peak after unique pass $(mb "$PE
 store                $APPLIED applied ($UNIQUE_COMPLETED answered, $UNIQUE_ISSUED sent), $DOUBLES keys applied twice, $DUPLICATES duplicates, integrity $INTEGRITY
 result               $STATUS
 EOF
+# The issue's targets, each met or missed (reported, not a failure: the store checks above are).
+errors() { echo $(( $(field non2xx "$1") + $(field connect_errors "$1") + $(field read_errors "$1") + $(field write_errors "$1") + $(field timeouts "$1") )); }
+target() { printf '%-20s %-40s %-7s %s\n' "$1" "$2" "$(awk "BEGIN { print ($3) ? \"met\" : \"missed\" }")" "$4"; }
+UNIQUE_RPS=$(field rps "$UNIQUE")
+DUPLICATE_RPS=$(field rps "$DUPLICATE")
+UNIQUE_P99=$(field p99_ms "$UNIQUE")
+UNIQUE_ERRORS=$(errors "$UNIQUE")
+SHARE=$(awk -v a="$UNIQUE_RPS" -v b="$(field rps "$HEALTH")" 'BEGIN { printf "%.1f", (b > 0 ? 100 * a / b : 0) }')
+target "targets" "unique >= 20,000/s at $CONNECTIONS connections" "$UNIQUE_RPS >= 20000" "$UNIQUE_RPS/s"
+target "" "unique p99 < 25 ms, no errors" "$UNIQUE_P99 < 25 && $UNIQUE_ERRORS == 0" "$UNIQUE_P99 ms, $UNIQUE_ERRORS"
+target "" "duplicates >= 30,000/s" "$DUPLICATE_RPS >= 30000" "$DUPLICATE_RPS/s"
+target "" "unique >= 35% of the /healthz ceiling" "$SHARE >= 35" "$SHARE%"
+target "" "peak RSS < 150 MB, idle RSS < 40 MB" "$PEAK_KB < 150 * 1024 && $IDLE_RSS_KB < 40 * 1024" "$(mb "$PEAK_KB"), $(mb "$IDLE_RSS_KB")"
 for pass_name in "/healthz:$HEALTH" "unique:$UNIQUE" "duplicate:$DUPLICATE"; do
     stolen=$(field stolen_pct "${pass_name#*:}")
     if awk -v s="$stolen" 'BEGIN { exit !(s > 5) }'; then
