@@ -13,11 +13,8 @@ struct UnlimintHTTPTests {
             "626598d3465770829f83e35910f99cf897fbb25ff0e7cb0f75934c29339cf9d9a9a6d602d99b2f3e7272301b609247b43981f90d313b646b16d802de212f671a"
         let answer = try await daemon.post("/ipn/unlimint", body: body,
                                            headers: [("Content-Type", "application/json"), ("Signature", vectorSignature)])
-        #expect(answer.status == 200)
-        #expect(answer.body == Array("OK".utf8))
-        #expect(answer.headers["Content-Type"] == ["text/plain"])
-        #expect(try daemon.orderState("67897") == "paid")
-        #expect(try daemon.count("SELECT amount_minor FROM orders WHERE order_ref = '67897'") == 603)
+        try daemon.expectApplied(answer, acknowledgement: "OK", contentType: "text/plain",
+                                 provider: "unlimint", orderRef: "67897", state: "paid", amountMinor: 603)
         #expect(try daemon.verdicts() == ["applied"])
         let stored = try daemon.query { db in
             try [UInt8](Data.fetchOne(db, sql: "SELECT body FROM notifications") ?? Data())

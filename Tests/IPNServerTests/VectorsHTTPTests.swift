@@ -12,8 +12,8 @@ struct VectorsHTTPTests {
         let daemon = try await TestDaemon.start()
         let body = Fixture.bytes("citcon-upi.json")
         let answer = try await daemon.post("/ipn/citcon", body: body, headers: [("Content-Type", "application/json")])
-        try expectApplied(answer, acknowledgement: "ok", contentType: "text/plain", in: daemon,
-                          provider: "citcon", orderRef: "reference132", state: "authorized", amountMinor: 100)
+        try daemon.expectApplied(answer, acknowledgement: "ok", contentType: "text/plain",
+                                 provider: "citcon", orderRef: "reference132", state: "authorized", amountMinor: 100)
         #expect(try daemon.verdicts() == ["applied"])
         #expect(try daemon.count("SELECT COUNT(*) FROM notifications WHERE dedup_key = '84571d30e61711eba6a94911fce35a55|charge|authorized'") == 1)
         // One byte of the body changed: 400, the signature reject body, stored as rejected.
@@ -37,9 +37,9 @@ struct VectorsHTTPTests {
             ("request-time", "2026-11-21T04:01:02Z"), ("signature", signature),
         ]
         let answer = try await daemon.post("/ipn/alipay", body: body, headers: headers)
-        try expectApplied(answer, acknowledgement: #"{"result":{"resultCode":"SUCCESS","resultStatus":"S","resultMessage":"success"}}"#,
-                          contentType: "application/json", in: daemon,
-                          provider: "alipay", orderRef: "PAY_20261121000001", state: "paid", amountMinor: 4200)
+        try daemon.expectApplied(answer, acknowledgement: #"{"result":{"resultCode":"SUCCESS","resultStatus":"S","resultMessage":"success"}}"#,
+                                 contentType: "application/json",
+                                 provider: "alipay", orderRef: "PAY_20261121000001", state: "paid", amountMinor: 4200)
         // The signature covers the path: the same request to another account's path fails.
         let elsewhere = try await daemon.post("/ipn/alipay/default", body: body, headers: headers)
         #expect(elsewhere.status != 200)
@@ -54,25 +54,12 @@ struct VectorsHTTPTests {
         let credentials = Data("\(TestDaemon.juspayUsername):\(TestDaemon.juspayPassword)".utf8).base64EncodedString()
         let answer = try await daemon.post("/ipn/juspay", body: body,
                                            headers: [("Content-Type", "application/json"), ("Authorization", "Basic \(credentials)")])
-        try expectApplied(answer, acknowledgement: "OK", contentType: "text/plain", in: daemon,
-                          provider: "juspay", orderRef: "ORD-1001", state: "paid", amountMinor: 60000)
+        try daemon.expectApplied(answer, acknowledgement: "OK", contentType: "text/plain",
+                                 provider: "juspay", orderRef: "ORD-1001", state: "paid", amountMinor: 60000)
         let anonymous = try await daemon.post("/ipn/juspay", body: body, headers: [("Content-Type", "application/json")])
         #expect(anonymous.status == 401)
         #expect(anonymous.headers["WWW-Authenticate"] == [#"Basic realm="ipnd""#])
         #expect(try daemon.verdicts() == ["applied", "rejected"])
         try await daemon.stop()
-    }
-
-    /// The answer is the provider's acknowledgement to the byte, and the vector's order is in the
-    /// file with its state and amount.
-    private func expectApplied(
-        _ answer: TestDaemon.Answer, acknowledgement: String, contentType: String, in daemon: TestDaemon,
-        provider: String, orderRef: String, state: String, amountMinor: Int
-    ) throws {
-        #expect(answer.status == 200)
-        #expect(answer.body == Array(acknowledgement.utf8))
-        #expect(answer.headers["Content-Type"] == [contentType])
-        #expect(try daemon.orderState(orderRef, provider: provider) == state)
-        #expect(try daemon.count("SELECT amount_minor FROM orders WHERE provider = ? AND order_ref = ?", [provider, orderRef]) == amountMinor)
     }
 }

@@ -6,6 +6,7 @@ import IPNCore
 @testable import IPNServer
 import IPNStore
 import Logging
+import Testing
 import NIOCore
 import NIOHTTP1
 
@@ -192,6 +193,21 @@ final class TestDaemon: Sendable {
             }
             return try String.fetchAll(db, sql: "SELECT verdict FROM notifications ORDER BY id")
         }
+    }
+
+    /// `answer` is the provider's acknowledgement to the byte, and the notification's order is in
+    /// the file with its state and amount (the vector tests).
+    func expectApplied(
+        _ answer: Answer, acknowledgement: String, contentType: String,
+        provider: String, orderRef: String, state: String, amountMinor: Int,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
+        #expect(answer.status == 200, sourceLocation: sourceLocation)
+        #expect(answer.body == Array(acknowledgement.utf8), sourceLocation: sourceLocation)
+        #expect(answer.headers["Content-Type"] == [contentType], sourceLocation: sourceLocation)
+        #expect(try orderState(orderRef, provider: provider) == state, sourceLocation: sourceLocation)
+        #expect(try count("SELECT amount_minor FROM orders WHERE provider = ? AND order_ref = ?", [provider, orderRef]) == amountMinor,
+                sourceLocation: sourceLocation)
     }
 }
 
