@@ -28,6 +28,11 @@ struct Serve: AsyncParsableCommand {
         }
         do {
             try await daemon.run()
+        } catch let error as ListenerError {
+            // The config names an address this machine cannot listen on (or another process
+            // holds it): a config error, as product.md's exit codes have it.
+            logger.critical("cannot listen", metadata: ["error": "\(error)"])
+            throw ExitStatus.configError
         } catch {
             logger.critical("stopped on error", metadata: ["error": "\(error)"])
             throw ExitCode.failure

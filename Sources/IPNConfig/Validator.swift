@@ -264,12 +264,36 @@ struct Validator {
         return text
     }
 
+    /// A listener's address: an IP address as `getaddrinfo` takes it (IPv6 without brackets) or
+    /// a host name of RFC 1123 labels. `999.999.1.1` is neither: it used to pass here and stop
+    /// `serve` at bind time without naming the key.
     private func hostName(_ node: ConfigNode, key: String) throws(ConfigError) -> String {
         let text = try nonEmptyString(node, key: key)
-        guard !text.contains(where: { $0.isWhitespace || $0 == "/" }) else {
-            throw ConfigError(key: key, "\"\(text)\" is not a host name or IP address")
+        if text.hasPrefix("[") {
+            throw ConfigError(key: key, "\"\(text.prefix(80))\": write an IPv6 address without brackets, e.g. ::1")
+        }
+        guard IPAddress(text) != nil || Self.isHostName(text) else {
+            throw ConfigError(key: key, "\"\(text.prefix(80))\" is neither an IP address nor a host name (e.g. 127.0.0.1, ::1, localhost)")
         }
         return text
+    }
+
+    /// RFC 1123 host name syntax: dot-separated labels of 1-63 letters, digits and inner
+    /// hyphens, 253 characters at most, and a last label that is not all digits (so a mistyped
+    /// IPv4 address is not taken for a name).
+    static func isHostName(_ text: String) -> Bool {
+        let name = text.hasSuffix(".") ? text.dropLast() : Substring(text)
+        guard (1...253).contains(name.utf8.count) else { return false }
+        let labels = name.split(separator: ".", omittingEmptySubsequences: false)
+        let digits = UInt8(ascii: "0")...UInt8(ascii: "9")
+        let hyphen = UInt8(ascii: "-")
+        for label in labels {
+            let bytes = label.utf8
+            guard (1...63).contains(bytes.count), bytes.first != hyphen, bytes.last != hyphen,
+                bytes.allSatisfy({ digits.contains($0) || $0 == hyphen || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0 | 0x20) })
+            else { return false }
+        }
+        return labels.last.map { !$0.utf8.allSatisfy(digits.contains) } ?? false
     }
 
     private func integer(_ node: ConfigNode, key: String, in range: ClosedRange<Int>, what: String) throws(ConfigError) -> Int {

@@ -104,7 +104,15 @@ public final class Daemon: Sendable {
         // Shut down in reverse order: systemd hears STOPPING=1 first, then the listeners stop
         // accepting and finish their in-flight requests.
         var groupConfiguration = ServiceGroupConfiguration(
-            services: [.init(service: providerApp), .init(service: opsApp), .init(service: systemd)],
+            services: [
+                .init(service: Listener(
+                    application: providerApp, section: "server", host: config.server.host, port: config.server.port,
+                    isBound: { [self] in state.withLock { $0.providerPort != nil } })),
+                .init(service: Listener(
+                    application: opsApp, section: "ops", host: config.ops.host, port: config.ops.port,
+                    isBound: { [self] in state.withLock { $0.opsPort != nil } })),
+                .init(service: systemd),
+            ],
             logger: logger
         )
         groupConfiguration.gracefulShutdownSignals = signals

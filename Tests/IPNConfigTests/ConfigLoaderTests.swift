@@ -177,9 +177,23 @@ struct ConfigLoaderTests {
         ("ops:\n  tokens_sha256: [abc]\n", "ops.tokens_sha256[0]"),
         ("ops:\n  port: 8080\n", "ops.port"),
         ("server: 3\n", "server"),
+        ("server:\n  host: 999.999.1.1\n", "server.host"),
+        ("server:\n  host: 10.0.0\n", "server.host"),
+        ("ops:\n  host: \"[::1]\"\n", "ops.host"),
+        ("ops:\n  host: ipnd_ops.internal\n", "ops.host"),
+        ("ops:\n  host: -ipnd.internal\n", "ops.host"),
     ])
     func malformed(yaml: String, key: String) throws {
         #expect(try ConfigDirectory().error(yaml + minimalProviders)?.key == key)
+    }
+
+    @Test("listener hosts: IP addresses as getaddrinfo takes them, and host names", arguments: [
+        "0.0.0.0", "127.0.0.1", "::", "::1", "fe80::1%eth0", "localhost", "ipnd-1.internal.example.com", "ipnd.",
+    ])
+    func listenerHosts(host: String) throws {
+        let config = try ConfigDirectory().load("server:\n  host: \"\(host)\"\nops:\n  host: \"\(host)\"\n" + minimalProviders)
+        #expect(config.server.host == host)
+        #expect(config.ops.host == host)
     }
 
     @Test("an Antom public key under 2048 bits is refused, naming the key")

@@ -125,6 +125,29 @@ struct CommandLineTests {
         #expect(missing.stderr.contains("/nonexistent/ipnd.yaml"))
     }
 
+    @Test("a listener address that is taken stops serve with exit 2, naming its keys", arguments: ["server", "ops"])
+    func listenerAddressTaken(section: String) async throws {
+        let taken = try ListeningSocket()
+        let ports = section == "server" ? (taken.port, 0) : (0, taken.port)
+        let path = try writeConfig("""
+            store:
+              path: s.sqlite
+            server:
+              port: \(ports.0)
+            ops:
+              port: \(ports.1)
+            providers:
+              unlimint:
+                - callback_secret: x
+
+            """)
+        let result = try await ipnd(["serve", "--config", path])
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(result.stderr.contains("cannot listen on 127.0.0.1:\(taken.port) (\(section).host, \(section).port)"),
+                "\(result.stderr)")
+        #expect(result.stderr.contains("Address already in use"), "\(result.stderr)")
+    }
+
     @Test("unknown flags are usage errors (64)")
     func usage() async throws {
         #expect(try await ipnd(["serve", "--no-such-flag"]).status == 64)
@@ -161,4 +184,31 @@ struct StoreCommandsWithoutCredentialsTests {
         #expect(serve.stderr.contains("providers.unlimint[0].callback_secret_file"))
         try await daemon.stop()
     }
+}
+
+/// A TCP socket listening on 127.0.0.1 at a port the system picked, closed on deinit.
+final class ListeningSocket {
+    let descriptor: Int32
+    let port: Int
+
+    init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
+                bind(fd, address, length) == 0 && listen(fd, 1) == 0 && getsockname(fd, address, &length) == 0
+            }
+        }
+        guard fd >= 0, bound else {
+            if fd >= 0 { close(fd) }
+            throw POSIXError(.EADDRNOTAVAIL)
+        }
+        descriptor = fd
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    deinit { close(descriptor) }
 }
