@@ -106,6 +106,12 @@ enum Recorder {
             }
         }
         var snapshot = order?.snapshot
+        if let existing = order, existing.state == .pending {
+            // Only notifications with no state effect may have named it so far (see below).
+            snapshot?.hasTransitions = try Bool.fetchOne(
+                db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM transitions WHERE order_id = ?)"),
+                arguments: [existing.id]) ?? true
+        }
         if let existing = order, existing.amount == nil, existing.refundedMinor > 0 {
             // Refunds came first: their currency is the order's until a payment says otherwise.
             snapshot?.refundCurrency = try String.fetchOne(
@@ -119,7 +125,9 @@ enum Recorder {
             order: snapshot, notification: notification, refundAlreadyCounted: refundCounted,
             refundsRecordedMinor: refundsRecorded)
 
-        let previousState = order?.state
+        // The first transition is from null (product.md section 1), also for an order that
+        // notifications with no state effect created.
+        let previousState = snapshot?.hasTransitions == false ? nil : order?.state
         let txnID = notification.describesThePayment ? notification.providerTxnID : nil
         if var existing = order, decision.newState != nil || decision.orderAmount != nil || decision.refundedMinor != nil {
             // A transition, or facts a late notification still tells (the amount, the total).
@@ -141,18 +149,15 @@ enum Recorder {
         } else if order == nil, let orderRef = notification.orderRef {
             // A notification that names an unknown order creates it whatever its kind
             // (product.md section 5). One with no state effect (a payout, a chargeback stage,
-            // an unknown status) says nothing settled about the payment: the order starts
-            // `pending` (`expected` is only for orders known from an expectation alone), and any
-            // later notification above pending applies. Its first transition, from null
-            // (product.md section 1), records the creation; like an expectation's, it names no
-            // notification, since this one changed no state (its verdict stays `recorded`).
-            let created = try OrderRow.insert(
+            // an unknown status) says nothing settled about the payment and causes no
+            // transition (providers.md): the order shows `pending` (`expected` is only for
+            // orders known from an expectation alone) with no transition yet, and the first
+            // notification that moves it, `pending` included, is applied from null.
+            order = try OrderRow.insert(
                 tx, scope: scope, orderRef: orderRef, state: .pending,
                 amount: notification.describesThePayment ? notification.amount : nil,
                 refundedMinor: 0, providerTxnID: txnID
             )
-            try insertTransition(tx, orderID: created.id, from: nil, to: .pending, notificationID: nil)
-            order = created
         }
         if let flag = decision.flag, var existing = order {
             try existing.raise(flag, tx)
@@ -226,7 +231,7 @@ enum Recorder {
     }
 
     /// One row of an order's history: `from` is nil for its first, and `notificationID` is nil for a
-    /// transition no notification caused (the order's creation by an expectation, or pending).
+    /// transition no notification caused (the order's creation by an expectation).
     static func insertTransition(
         _ tx: WriteContext, orderID: Int64, from: OrderState?, to: OrderState, notificationID: Int64?
     ) throws {

@@ -157,6 +157,21 @@ struct OrderStateMachineTests {
         #expect(OrderStateMachine.decide(order: nil, notification: note(.record)).newState == nil)
     }
 
+    @Test("an order that only no-effect notifications named is moved by the first one that has an effect, pending included")
+    func firstEffectOnAnUnmovedOrder() {
+        var unmoved = order(.pending)
+        unmoved.hasTransitions = false
+        let pending = OrderStateMachine.decide(order: unmoved, notification: note(.transition(.pending)))
+        #expect(pending.verdict == .applied)
+        #expect(pending.newState == .pending)
+        // The expectation still holds for it.
+        unmoved.expected = Money(minor: 1000, currency: "USD")
+        let wrong = OrderStateMachine.decide(order: unmoved, notification: note(.transition(.paid), amount: Money(minor: 999, currency: "USD")))
+        #expect(wrong.verdict == .mismatch)
+        // Once moved to pending, pending again is stale.
+        #expect(OrderStateMachine.decide(order: order(.pending), notification: note(.transition(.pending))).verdict == .stale)
+    }
+
     @Test("a lifecycle delivered in every order ends in the same state; late ones are stale")
     func everyOrder() {
         let lifecycle: [VerifiedNotification] = [

@@ -32,24 +32,43 @@ struct OrderLifecycleHTTPTests {
         Array(#"{"callback_time":"2026-11-21T09:30:06.828Z","merchant_order":{"id":"\#(order)"},"payout_data":{"id":"\#(id)","status":"COMPLETED","amount":2.50,"currency":"USD"}}"#.utf8)
     }
 
-    @Test("a payout for an unseen order is recorded and creates the order, pending, its first transition from null; the payment still applies")
+    @Test("a payout for an unseen order is recorded and creates the order, pending, with no transition; the first payment notification, pending included, applies from null")
     func recordedCreatesTheOrder() async throws {
         let daemon = try await TestDaemon.start()
         try await Self.unlimint(daemon, Self.payoutBody(order: "LC-1", id: "po-1"))
         #expect(try daemon.verdicts(orderRef: "LC-1") == ["recorded"])
         #expect(try daemon.orderState("LC-1") == "pending")
+        // providers.md: a payout is recorded "without changing its payment state".
+        #expect(try Self.transitions(daemon, "LC-1") == [])
+
+        // Nothing has moved the order yet, so a pending notification is its first transition,
+        // not a stale one.
+        try await Self.unlimint(daemon, UnlimintRequests.body(order: "LC-1", id: "pay-1", status: "IN_PROGRESS", amount: "10.00"))
+        #expect(try daemon.verdicts(orderRef: "LC-1") == ["recorded", "applied"])
         #expect(try Self.transitions(daemon, "LC-1") == [Transition(from: nil, to: "pending")])
-        // The creation names no notification: the payout changed no state.
-        #expect(try daemon.count("SELECT COUNT(*) FROM transitions t JOIN orders o ON o.id = t.order_id WHERE o.order_ref = 'LC-1' AND t.notification_id IS NULL") == 1)
 
         try await Self.unlimint(daemon, UnlimintRequests.body(order: "LC-1", id: "pay-1", status: "COMPLETED", amount: "10.00"))
         try await Self.unlimint(daemon, Self.payoutBody(order: "LC-1", id: "po-2"))
-        #expect(try daemon.verdicts(orderRef: "LC-1") == ["recorded", "applied", "recorded"])
+        try await Self.unlimint(daemon, UnlimintRequests.body(order: "LC-1", id: "pay-1", status: "WAITING", amount: "10.00"))
+        #expect(try daemon.verdicts(orderRef: "LC-1") == ["recorded", "applied", "applied", "recorded", "stale"])
         #expect(try daemon.orderState("LC-1") == "paid")
         #expect(try Self.transitions(daemon, "LC-1") == [Transition(from: nil, to: "pending"), Transition(from: "pending", to: "paid")])
+        #expect(try daemon.count("SELECT COUNT(*) FROM transitions WHERE notification_id IS NULL") == 0)
         #expect(try daemon.count("SELECT amount_minor FROM orders WHERE order_ref = 'LC-1'") == 1000)
         // The recorded notifications are linked to the order, for `orders show`.
-        #expect(try daemon.count("SELECT COUNT(*) FROM notifications WHERE order_ref = 'LC-1' AND order_id IS NOT NULL") == 3)
+        #expect(try daemon.count("SELECT COUNT(*) FROM notifications WHERE order_ref = 'LC-1' AND order_id IS NOT NULL") == 5)
+        try await daemon.stop()
+    }
+
+    @Test("an order named only by an unknown status goes straight to paid, from null")
+    func unknownStatusThenPaid() async throws {
+        let daemon = try await TestDaemon.start()
+        try await Self.unlimint(daemon, UnlimintRequests.body(order: "LC-5", id: "p5", status: "SOMETHING_NEW", amount: "10.00"))
+        #expect(try daemon.verdicts(orderRef: "LC-5") == ["unknown_status"])
+        #expect(try Self.transitions(daemon, "LC-5") == [])
+        try await Self.unlimint(daemon, UnlimintRequests.body(order: "LC-5", id: "p5", status: "COMPLETED", amount: "10.00"))
+        #expect(try daemon.verdicts(orderRef: "LC-5") == ["unknown_status", "applied"])
+        #expect(try Self.transitions(daemon, "LC-5") == [Transition(from: nil, to: "paid")])
         try await daemon.stop()
     }
 

@@ -456,6 +456,34 @@ struct InboxTests {
         #expect(orders == 1)
     }
 
+    @Test("opening a store of an earlier version drops the creation transitions no notification caused, and nothing else")
+    func migrationDropsCreationTransitions() async throws {
+        let store = try TemporaryStore(maxBatch: 1)
+        _ = try await store.inbox.record(.verified(request(), notification("x", .transition(.paid))))
+        _ = try await store.inbox.setExpectation(provider: "test", account: "default", orderRef: "EXP-1",
+                                                 amount: Money(minor: 100, currency: "USD"))
+        try store.store.close()
+        // What the earlier version wrote for an order an unknown status created.
+        let queue = try DatabaseQueue(path: store.path)
+        try await queue.write { db in
+            try db.execute(sql: """
+                INSERT INTO orders (provider, account, order_ref, state, created_at, updated_at)
+                VALUES ('unlimint', 'default', 'OLD-1', 'pending', '2026-11-24T00:00:00Z', '2026-11-24T00:00:00Z');
+                INSERT INTO transitions (order_id, from_state, to_state, at) VALUES (last_insert_rowid(), NULL, 'pending', '2026-11-24T00:00:00Z');
+                DELETE FROM grdb_migrations WHERE identifier LIKE 'v2:%';
+                """)
+        }
+        try queue.close()
+        let reopened = try Store(path: store.path)
+        let left = try await reopened.read { db in
+            try Row.fetchAll(db, sql: "SELECT from_state, to_state, notification_id IS NULL FROM transitions ORDER BY id").map {
+                "\($0[0] as String? ?? "nil")->\($0[1] as String) \($0[2] as Bool ? "no notification" : "notification")"
+            }
+        }
+        #expect(left == ["nil->paid notification", "nil->expected no notification"])
+        try reopened.close()
+    }
+
     @Test("a read-only store answers with an error and writes nothing; after recovery writes succeed", arguments: commitPaths)
     func storeFailure(maxBatch: Int) async throws {
         let store = try TemporaryStore(maxBatch: maxBatch)

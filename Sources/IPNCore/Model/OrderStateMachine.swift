@@ -7,15 +7,21 @@ public struct OrderSnapshot: Sendable, Equatable {
     /// The currency of the refunds counted so far, when the order's amount is not known yet
     /// (refunds arrived first).
     public var refundCurrency: String?
+    /// False for an order that only notifications with no state effect have named (an unknown
+    /// status, a payout): it shows `pending`, but nothing has moved it yet, so the first
+    /// notification that does is applied, as for a new order.
+    public var hasTransitions: Bool
 
     public init(
-        state: OrderState, amount: Money? = nil, refundedMinor: Int64 = 0, expected: Money? = nil, refundCurrency: String? = nil
+        state: OrderState, amount: Money? = nil, refundedMinor: Int64 = 0, expected: Money? = nil, refundCurrency: String? = nil,
+        hasTransitions: Bool = true
     ) {
         self.state = state
         self.amount = amount
         self.refundedMinor = refundedMinor
         self.expected = expected
         self.refundCurrency = refundCurrency
+        self.hasTransitions = hasTransitions
     }
 
     /// The currency the order's money is in, from whatever is known first.
@@ -100,7 +106,7 @@ public enum OrderStateMachine {
         } else {
             isReversal = false
         }
-        guard isReversal || target.rank > order.state.rank else {
+        guard isReversal || target.rank > order.state.rank || !order.hasTransitions else {
             return decideLate(order: order, target: target, amount: amount)
         }
         let isChargebackReinstatement = isChargebackReversal && order.state == .chargedBack
