@@ -70,6 +70,41 @@ struct OrderStateMachineTests {
         #expect(OrderStateMachine.decide(order: order(.chargedBack), notification: note(.transition(.paid))).verdict == .stale)
     }
 
+    @Test("a chargeback's reversal must carry the expected amount, as any move to paid; without an amount it reinstates")
+    func reversalAgainstTheExpectation() {
+        let usd = Money(minor: 1000, currency: "USD")
+        let chargedBack = order(.chargedBack, amount: usd, expected: usd)
+        let partial = OrderStateMachine.decide(
+            order: chargedBack, notification: note(.chargebackReversal, kind: .payment, amount: Money(minor: 500, currency: "USD")))
+        #expect(partial.verdict == .mismatch)
+        #expect(partial.flag == .amountMismatch)
+        #expect(partial.newState == nil)
+        let same = OrderStateMachine.decide(order: chargedBack, notification: note(.chargebackReversal, kind: .payment, amount: usd))
+        #expect(same.verdict == .applied)
+        #expect(same.newState == .paid)
+        let noAmount = OrderStateMachine.decide(order: chargedBack, notification: note(.chargebackReversal, kind: .chargeback))
+        #expect(noAmount.verdict == .applied)
+    }
+
+    @Test("a known order amount is kept by chargebacks, reversals and other non-paying statuses; paying may change it")
+    func amountKeptByNonPayingTransitions() {
+        let usd = Money(minor: 1000, currency: "USD")
+        let eur = Money(minor: 500, currency: "EUR")
+        let chargeback = OrderStateMachine.decide(order: order(.paid, amount: usd), notification: note(.transition(.chargedBack), amount: eur))
+        #expect(chargeback.newState == .chargedBack)
+        #expect(chargeback.orderAmount == nil)
+        let reversal = OrderStateMachine.decide(order: order(.chargedBack, amount: usd), notification: note(.chargebackReversal, amount: eur))
+        #expect(reversal.newState == .paid)
+        #expect(reversal.orderAmount == nil)
+        let refunded = OrderStateMachine.decide(order: order(.paid, amount: usd), notification: note(.transition(.refunded), amount: eur))
+        #expect(refunded.orderAmount == nil)
+        // Unknown so far: any of them fills it in.
+        #expect(OrderStateMachine.decide(order: order(.pending), notification: note(.transition(.chargedBack), amount: eur)).orderAmount == eur)
+        // A capture after an authorization records what was paid.
+        let captured = Money(minor: 900, currency: "USD")
+        #expect(OrderStateMachine.decide(order: order(.authorized, amount: usd), notification: note(.transition(.paid), amount: captured)).orderAmount == captured)
+    }
+
     @Test("partial refunds: a new refund id grows the total; the same refund again adds nothing")
     func partialRefunds() {
         let paid = order(.paid, amount: Money(minor: 1000, currency: "USD"))

@@ -87,6 +87,26 @@ struct OrderLifecycleHTTPTests {
         try await daemon.stop()
     }
 
+    @Test("a chargeback in another sum keeps the order's amount; its reversal for another sum than expected is a mismatch")
+    func chargebackAgainstTheExpectation() async throws {
+        let daemon = try await TestDaemon.start()
+        let put = try await daemon.send(.PUT, ops: "/api/v1/orders/unlimint/LC-6/expectation",
+                                        body: #"{"account":"default","amount":"10.00","currency":"USD"}"#)
+        #expect(put.status == 200, "\(put.text)")
+        try await Self.unlimint(daemon, UnlimintRequests.body(order: "LC-6", id: "p6", status: "COMPLETED", amount: "10.00"))
+        try await Self.unlimint(daemon, UnlimintRequests.body(order: "LC-6", id: "p6", status: "CHARGED_BACK", amount: "5.00", currency: "EUR"))
+        #expect(try daemon.orderState("LC-6") == "charged_back")
+        #expect(try daemon.count("SELECT COUNT(*) FROM orders WHERE order_ref = 'LC-6' AND amount_minor = 1000 AND currency = 'USD'") == 1)
+        try await Self.unlimint(daemon, UnlimintRequests.body(order: "LC-6", id: "p6", status: "CHARGEBACK_RESOLVED", amount: "5.00"))
+        #expect(try daemon.verdicts(orderRef: "LC-6") == ["applied", "applied", "mismatch"])
+        #expect(try daemon.orderState("LC-6") == "charged_back")
+        #expect(try daemon.count("SELECT COUNT(*) FROM orders WHERE order_ref = 'LC-6' AND flags LIKE '%amount_mismatch%'") == 1)
+        // The expected sum reinstates it.
+        try await Self.unlimint(daemon, UnlimintRequests.body(order: "LC-6", id: "p6b", status: "CHARGEBACK_RESOLVED", amount: "10.00"))
+        #expect(try daemon.orderState("LC-6") == "paid")
+        try await daemon.stop()
+    }
+
     @Test("a late authorization lifts a failed order to authorized; a late pending after it is stale")
     func lateAuthorization() async throws {
         let daemon = try await TestDaemon.start()

@@ -110,12 +110,20 @@ public enum OrderStateMachine {
             return decideLate(order: order, target: target, amount: amount)
         }
         let isChargebackReinstatement = isChargebackReversal && order.state == .chargedBack
-        if (target == .authorized || target == .paid), !isChargebackReinstatement, let expected = order.expected {
-            if let mismatch = mismatch(expected: expected, got: notification.amount) {
-                return Decision(verdict: .mismatch, flag: .amountMismatch, explanation: mismatch)
-            }
+        let movesMoney = (target == .authorized || target == .paid)
+        // product.md section 5: whatever would move the order to authorized or paid, a
+        // chargeback resolved for the merchant included, must carry the expected amount. A
+        // reinstatement that carries no amount is let through: the payment it reinstates was
+        // checked when it was paid.
+        if movesMoney, let expected = order.expected, !(isChargebackReinstatement && notification.amount == nil),
+           let mismatch = mismatch(expected: expected, got: notification.amount) {
+            return Decision(verdict: .mismatch, flag: .amountMismatch, explanation: mismatch)
         }
-        return Decision(verdict: .applied, newState: target, orderAmount: amount)
+        // The order's amount is what authorized or paid it. A chargeback, its reversal, a refund
+        // or a failure status only fills it in when it is not known yet: a chargeback's amount
+        // and currency may be the disputed sum's, not the order's.
+        let keepsAmount = order.amount != nil && (!movesMoney || isChargebackReinstatement)
+        return Decision(verdict: .applied, newState: target, orderAmount: keepsAmount ? nil : amount)
     }
 
     /// A payment notification too late to move the order is stale, but it may still tell the
