@@ -132,6 +132,21 @@ struct OrderStateMachineTests {
         #expect(rest.refundedMinor == 1000)
     }
 
+    @Test("a stated cumulative total is the refunded total, whatever the refunds' own amounts add up to")
+    func statedCumulativeWins() {
+        let paid = order(.partiallyRefunded, amount: Self.usd(1000), refunded: 300)
+        func refund(_ id: String, _ minor: Int64, cumulative: Int64) -> VerifiedNotification {
+            note(.refund(RefundInfo(refundID: id, amount: Self.usd(minor), cumulativeRefundedMinor: cumulative)), kind: .refund)
+        }
+        // providers.md (Citcon): amount_refunded is the cumulative total when present.
+        let stated = OrderStateMachine.decide(order: paid, notification: refund("R2", 200, cumulative: 400), refundsRecordedMinor: 300)
+        #expect(stated.verdict == .applied)
+        #expect(stated.refundedMinor == 400)
+        let large = OrderStateMachine.decide(order: paid, notification: refund("R2", 700, cumulative: 300), refundsRecordedMinor: 300)
+        #expect(large.verdict == .stale)  // the total stays 300, partially refunded
+        #expect(large.newState == nil)
+    }
+
     @Test("cumulative refund totals: an older, smaller total arriving late is stale")
     func cumulativeRefunds() {
         let paid = order(.paid, amount: Money(minor: 1000, currency: "INR"))

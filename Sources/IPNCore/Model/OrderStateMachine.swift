@@ -167,9 +167,9 @@ public enum OrderStateMachine {
         return "expected \(expected), notification carries \(got)"
     }
 
-    /// The refunded total is the largest of what is known: the total so far, the refunds' own
-    /// amounts added up, and the cumulative total the provider reports (directly, or as the
-    /// order's amount less what remains). Each is a lower bound whatever order refunds arrive in.
+    /// The refunded total is the cumulative total the provider states, else the largest of the
+    /// refunds' own amounts added up by refund id and the order's amount less what remains; never
+    /// less than the total so far, whatever order refunds arrive in.
     private static func decideRefund(
         order: OrderSnapshot?,
         info: RefundInfo,
@@ -184,15 +184,23 @@ public enum OrderStateMachine {
             )
         }
         let previousTotal = order?.refundedMinor ?? 0
-        let (added, overflow) = (recorded ?? previousTotal).addingReportingOverflow(alreadyCounted ? 0 : (info.amount?.minor ?? 0))
-        guard !overflow else {
-            return Decision(verdict: .mismatch, flag: .amountMismatch, explanation: "the refunds add up past what ipnd can count")
+        // The cumulative total the provider states (providers.md: Citcon's `amount_refunded`)
+        // is the refunded total. Otherwise it is the distinct refunds added up, or what the
+        // order's amount less what remains gives, whichever is larger: a callback's `remaining`
+        // can only be read once the order's amount is known, which may be after a later refund.
+        // Never below the total so far: refunds arrive in any order.
+        var total: Int64
+        if let stated = info.cumulativeRefundedMinor {
+            total = max(previousTotal, stated)
+        } else {
+            let (added, overflow) = (recorded ?? previousTotal).addingReportingOverflow(alreadyCounted ? 0 : (info.amount?.minor ?? 0))
+            guard !overflow else {
+                return Decision(verdict: .mismatch, flag: .amountMismatch, explanation: "the refunds add up past what ipnd can count")
+            }
+            var derived: Int64 = 0
+            if let remaining = info.remainingMinor, let orderAmount { derived = max(0, orderAmount.minor - remaining) }
+            total = max(previousTotal, added, derived)
         }
-        var reported = info.cumulativeRefundedMinor
-        if reported == nil, let remaining = info.remainingMinor, let orderAmount {
-            reported = max(0, orderAmount.minor - remaining)
-        }
-        var total = max(previousTotal, added, reported ?? 0)
         let full: Bool
         if let said = info.fullyRefunded {
             full = said
