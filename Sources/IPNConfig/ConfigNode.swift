@@ -85,7 +85,7 @@ indirect enum ConfigNode {
         switch self {
         case .scalar: "a value"
         case .null: "empty"
-        case .sequence: "a list"
+        case .sequence(let items, _): items.isEmpty ? "an empty list" : "a list"
         case .mapping: "a mapping"
         }
     }

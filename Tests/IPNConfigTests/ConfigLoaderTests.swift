@@ -228,7 +228,9 @@ struct ConfigLoaderTests {
     func providerShape() throws {
         let dir = try ConfigDirectory()
         #expect(dir.error("providers:\n  paypal:\n    - account: default\n")?.key == "providers.paypal")
-        #expect(dir.error("providers:\n  unlimint: []\n")?.key == "providers.unlimint")
+        let emptyList = dir.error("providers:\n  unlimint: []\n")
+        #expect(emptyList?.key == "providers.unlimint")
+        #expect(emptyList?.message.contains("found an empty list") == true, "\(String(describing: emptyList))")
         #expect(dir.error("server:\n  port: 1\n")?.key == "providers")
         #expect(dir.error("""
             providers:
