@@ -81,13 +81,13 @@ private let vectorBody = Fixture.bytes("juspay-order-succeeded.json")
         }
 
         @Test func missingHeaderFails() throws {
-            #expect(rejection(try Account.make(), Account.request(authorization: nil, body: vectorBody)) == .badCredentials)
+            #expect(rejection(try Account.make(), Account.request(authorization: nil, body: vectorBody)) == .missingHeader)
         }
 
         @Test func repeatedHeaderFails() throws {
             var request = Account.request(body: vectorBody)
             request.headers.append(("authorization", Account.basic("\(Account.username):\(Account.password)")))
-            #expect(rejection(try Account.make(), request) == .badCredentials)
+            #expect(rejection(try Account.make(), request) == .repeatedHeader)
         }
 
         @Test(arguments: [
@@ -145,6 +145,13 @@ private let vectorBody = Fixture.bytes("juspay-order-succeeded.json")
             #expect(answer.headers.count == 1)
             #expect(answer.headers.first?.name == "WWW-Authenticate")
             #expect(answer.headers.first?.value == #"Basic realm="ipnd""#)
+            for reason in [RejectReason.missingHeader, .repeatedHeader] {
+                let answer = Juspay.answer(for: Rejection(reason, "x", header: "authorization"))
+                #expect(answer.status == 401, "\(reason)")
+                #expect(answer.headers.first?.value == #"Basic realm="ipnd""#, "\(reason)")
+                // Another header's trouble is a malformed request, not a failed authentication.
+                #expect(Juspay.answer(for: Rejection(reason, "x", header: "Content-Type")).status == 400, "\(reason)")
+            }
             let malformed = Juspay.answer(for: Rejection(.malformedBody, "x"))
             #expect(malformed.status == 400)
             #expect(malformed.headers.isEmpty)

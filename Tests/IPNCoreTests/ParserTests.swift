@@ -173,7 +173,7 @@ struct RawRequestHeaderTests {
         #expect(try signed.requiredHeader("signature") == "a")
         #expect(try signed.singleHeader("request-time") == nil)
         let repeated = request([("signature", "a"), ("X", "y"), ("SIGNATURE", "b"), ("Signature", "c")])
-        #expect(throws: Rejection(.repeatedHeader, "header signature appears 3 times")) { try repeated.requiredHeader("signature") }
-        #expect(throws: Rejection(.missingHeader, "header request-time is missing")) { try signed.requiredHeader("request-time") }
+        #expect(throws: Rejection(.repeatedHeader, "header signature appears 3 times", header: "signature")) { try repeated.requiredHeader("signature") }
+        #expect(throws: Rejection(.missingHeader, "header request-time is missing", header: "request-time")) { try signed.requiredHeader("request-time") }
     }
 }

@@ -34,7 +34,7 @@ public struct RawRequest: Sendable {
         var found: String?
         for header in headers where header.name.caseInsensitiveEquals(name) {
             guard found == nil else {
-                throw Rejection(.repeatedHeader, "header \(name) appears \(headerValues(name).count) times")
+                throw Rejection(.repeatedHeader, "header \(name) appears \(headerValues(name).count) times", header: name)
             }
             found = header.value
         }
@@ -43,7 +43,7 @@ public struct RawRequest: Sendable {
 
     /// The single value of a header the provider always sends.
     public func requiredHeader(_ name: String) throws(Rejection) -> String {
-        guard let value = try singleHeader(name) else { throw Rejection(.missingHeader, "header \(name) is missing") }
+        guard let value = try singleHeader(name) else { throw Rejection(.missingHeader, "header \(name) is missing", header: name) }
         return value
     }
 

@@ -7,12 +7,15 @@ public struct Rejection: Error, Equatable, Sendable, CustomStringConvertible {
 
     public let reason: RejectReason
     public let detail: String
+    /// The request header the rejection is about, when it is about one (missing, repeated).
+    public let header: String?
 
     /// A rejection; `detail` is cut to `maxDetailBytes` (callers quote input with Character-based
     /// `prefix`, which bounds nothing: one Character may carry any number of combining marks).
-    public init(_ reason: RejectReason, _ detail: String) {
+    public init(_ reason: RejectReason, _ detail: String, header: String? = nil) {
         self.reason = reason
         self.detail = detail.truncated(toUTF8Bytes: Self.maxDetailBytes)
+        self.header = header
     }
 
     public var description: String { "\(reason.rawValue): \(detail)" }

@@ -41,7 +41,8 @@ public struct Juspay: NotificationProvider {
     }
 
     public static func answer(for rejection: Rejection) -> ProviderAnswer {
-        if rejection.reason == .badCredentials {
+        // providers.md: a missing or wrong Authorization answers 401 with the challenge.
+        if rejection.reason == .badCredentials || rejection.header?.caseInsensitiveEquals("Authorization") == true {
             var answer = ProviderAnswer.text(401, "invalid credentials")
             answer.headers = [("WWW-Authenticate", #"Basic realm="ipnd""#)]
             return answer
@@ -55,15 +56,11 @@ public struct Juspay: NotificationProvider {
         return try Self.notification(from: body)
     }
 
-    /// Checks `Authorization: Basic base64(user:pass)`; every failure is `.badCredentials`.
+    /// Checks `Authorization: Basic base64(user:pass)`: stored as `missing_header` or
+    /// `repeated_header` when the header is not there once, as every provider's, else
+    /// `bad_credentials`; all of them are answered 401.
     func authenticate(_ request: RawRequest) throws(Rejection) {
-        let header: String?
-        do {
-            header = try request.singleHeader("Authorization")
-        } catch {
-            throw Rejection(.badCredentials, error.detail)
-        }
-        guard let header else { throw Rejection(.badCredentials, "Authorization header is missing") }
+        let header = try request.requiredHeader("Authorization")
         let credentials = try BasicCredentials(parsing: header)
         // Every pair is compared, so the time taken does not say which part matched.
         var userMatches = false
