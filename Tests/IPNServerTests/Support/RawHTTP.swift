@@ -56,14 +56,20 @@ enum RawHTTP {
         await onDedicatedThread { blockingExchange(port: port, bytes, timeout: timeout, expectSecond: expectSecond) }
     }
 
-    /// A blocking TCP socket connected to 127.0.0.1:`port`, or nil; the caller closes it.
-    static func connectLoopback(port: Int) -> Int32? {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return nil }
+    /// 127.0.0.1:`port` (0: a port the system picks, when binding).
+    static func loopbackAddress(port: Int) -> sockaddr_in {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return address
+    }
+
+    /// A blocking TCP socket connected to 127.0.0.1:`port`, or nil; the caller closes it.
+    static func connectLoopback(port: Int) -> Int32? {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        var address = loopbackAddress(port: port)
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
