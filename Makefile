@@ -69,7 +69,7 @@ fuzz-replay: deps
 clean:
 	rm -rf .build .build-fuzz .build-tsan .build-asan var
 
-# The load benchmark (issue 6): release build, 200k signed notifications, wrk, figures printed.
+# The load benchmark (issue 6): release build, 500k signed notifications, wrk, figures printed.
 bench: deps
 	scripts/bench.sh
 

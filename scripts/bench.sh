@@ -3,11 +3,17 @@
 #
 # Builds release, starts ipnd on a fresh store, pre-generates COUNT unique signed notifications
 # across all five providers, measures the /healthz ceiling, replays the notifications with wrk
-# (unique pass), replays already-seen ones (duplicate pass), then checks the store: one applied
+# (unique pass), replays already-seen ones (duplicate pass), measures the /healthz ceiling again,
+# then checks the store: one applied
 # notification per unique request, no dedup key applied twice, integrity_check ok. Each pass also
 # reports ipnd's and wrk's CPU per request, how much of the machine stayed idle and how much of
 # it the hypervisor gave to other guests (steal: a pass that lost CPU that way measured a
 # slower machine than the others, which skews the ratios to the /healthz ceiling).
+#
+# The host's speed also drifts without any steal (ipnd's CPU per /healthz request has moved from
+# 20 to 30 us between passes minutes apart), so the ceiling is measured before and after the
+# notification passes and the ratios are taken against the higher of the two: a slow ceiling
+# pass alone cannot lift a ratio.
 #
 # Before each pass it waits, up to QUIET_WAIT seconds, for a 3 s window in which the host steals
 # under 3 % of the CPU, and the summary flags any pass that lost more than 5 % anyway.
@@ -116,6 +122,11 @@ DUPLICATE=$(pass -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" -s bench/replay.
 echo "$DUPLICATE"
 PEAK_KB=$(awk '/VmHWM/ {print $2}' "/proc/$PID/status")
 
+echo "== /healthz ceiling again: wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s"
+HEALTH_AFTER=$(pass -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" -s bench/healthz.lua "http://127.0.0.1:$PORT/healthz")
+echo "$HEALTH_AFTER"
+CEILING=$(awk -v a="$(field rps "$HEALTH")" -v b="$(field rps "$HEALTH_AFTER")" 'BEGIN { print (a > b ? a : b) }')
+
 kill -TERM "$PID"
 wait "$PID" || { echo "ipnd exited with $?"; exit 1; }
 PID=
@@ -144,38 +155,45 @@ fi
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f%%", (b > 0 ? 100 * a / b : 0) }'; }
 cpu() { echo "$(field ipnd_cpu_us "$1") / $(field wrk_cpu_us "$1") us, $(field idle_pct "$1") / $(field stolen_pct "$1") %"; }
+socket_errors() { echo $(( $(field connect_errors "$1") + $(field read_errors "$1") + $(field write_errors "$1") + $(field timeouts "$1") )); }
+errors() { echo $(( $(field non2xx "$1") + $(socket_errors "$1") )); }
+row() { printf '%12s %8s %8s %9s %8s %7s' "$(field rps "$1")" "$(field p50_ms "$1")" "$(field p99_ms "$1")" "$(field p999_ms "$1")" "$(field non2xx "$1")" "$(socket_errors "$1")"; }
 mb() { awk -v k="$1" 'BEGIN { printf "%.1f MB", k / 1024 }'; }
 cat <<EOF
 
 == ipnd benchmark ($(nproc) cores, wrk on the same machine, $THREADS threads, $CONNECTIONS connections, ${DURATION}s per pass)
                        requests/s   p50 ms   p99 ms  p99.9 ms  non-2xx  errors
-/healthz ceiling     $(printf '%12s %8s %8s %9s %8s %7s' "$(field rps "$HEALTH")" "$(field p50_ms "$HEALTH")" "$(field p99_ms "$HEALTH")" "$(field p999_ms "$HEALTH")" "$(field non2xx "$HEALTH")" "$(( $(field connect_errors "$HEALTH") + $(field read_errors "$HEALTH") + $(field write_errors "$HEALTH") + $(field timeouts "$HEALTH") ))")
-unique notifications $(printf '%12s %8s %8s %9s %8s %7s' "$(field rps "$UNIQUE")" "$(field p50_ms "$UNIQUE")" "$(field p99_ms "$UNIQUE")" "$(field p999_ms "$UNIQUE")" "$(field non2xx "$UNIQUE")" "$(( $(field connect_errors "$UNIQUE") + $(field read_errors "$UNIQUE") + $(field write_errors "$UNIQUE") + $(field timeouts "$UNIQUE") ))")
-duplicate pass       $(printf '%12s %8s %8s %9s %8s %7s' "$(field rps "$DUPLICATE")" "$(field p50_ms "$DUPLICATE")" "$(field p99_ms "$DUPLICATE")" "$(field p999_ms "$DUPLICATE")" "$(field non2xx "$DUPLICATE")" "$(( $(field connect_errors "$DUPLICATE") + $(field read_errors "$DUPLICATE") + $(field write_errors "$DUPLICATE") + $(field timeouts "$DUPLICATE") ))")
-CPU per request      ipnd / wrk, then cores idle / stolen by the host: /healthz $(cpu "$HEALTH"); unique $(cpu "$UNIQUE"); duplicate $(cpu "$DUPLICATE")
-unique / ceiling     $(ratio "$(field rps "$UNIQUE")" "$(field rps "$HEALTH")")
-duplicate / ceiling  $(ratio "$(field rps "$DUPLICATE")" "$(field rps "$HEALTH")")
+/healthz ceiling     $(row "$HEALTH")
+unique notifications $(row "$UNIQUE")
+duplicate pass       $(row "$DUPLICATE")
+/healthz again       $(row "$HEALTH_AFTER")
+CPU per request      ipnd / wrk, then cores idle / stolen by the host: /healthz $(cpu "$HEALTH"); unique $(cpu "$UNIQUE"); duplicate $(cpu "$DUPLICATE"); /healthz again $(cpu "$HEALTH_AFTER")
+unique / ceiling     $(ratio "$(field rps "$UNIQUE")" "$CEILING") (of the higher /healthz pass, $CEILING/s; of the first $(ratio "$(field rps "$UNIQUE")" "$(field rps "$HEALTH")"), of the second $(ratio "$(field rps "$UNIQUE")" "$(field rps "$HEALTH_AFTER")"))
+duplicate / ceiling  $(ratio "$(field rps "$DUPLICATE")" "$CEILING")
 RSS                  idle $(mb "$IDLE_RSS_KB"), peak after unique pass $(mb "$PEAK_UNIQUE_KB"), peak $(mb "$PEAK_KB")
 store                $APPLIED applied ($UNIQUE_COMPLETED answered, $UNIQUE_ISSUED sent), $DOUBLES keys applied twice, $DUPLICATES duplicates, integrity $INTEGRITY
 result               $STATUS
 EOF
 # The issue's targets, each met or missed (reported, not a failure: the store checks above are).
-errors() { echo $(( $(field non2xx "$1") + $(field connect_errors "$1") + $(field read_errors "$1") + $(field write_errors "$1") + $(field timeouts "$1") )); }
 target() { printf '%-20s %-40s %-7s %s\n' "$1" "$2" "$(awk "BEGIN { print ($3) ? \"met\" : \"missed\" }")" "$4"; }
 UNIQUE_RPS=$(field rps "$UNIQUE")
 DUPLICATE_RPS=$(field rps "$DUPLICATE")
 UNIQUE_P99=$(field p99_ms "$UNIQUE")
 UNIQUE_ERRORS=$(errors "$UNIQUE")
-SHARE=$(awk -v a="$UNIQUE_RPS" -v b="$(field rps "$HEALTH")" 'BEGIN { printf "%.1f", (b > 0 ? 100 * a / b : 0) }')
+SHARE=$(awk -v a="$UNIQUE_RPS" -v b="$CEILING" 'BEGIN { printf "%.1f", (b > 0 ? 100 * a / b : 0) }')
 target "targets" "unique >= 20,000/s at $CONNECTIONS connections" "$UNIQUE_RPS >= 20000" "$UNIQUE_RPS/s"
 target "" "unique p99 < 25 ms, no errors" "$UNIQUE_P99 < 25 && $UNIQUE_ERRORS == 0" "$UNIQUE_P99 ms, $UNIQUE_ERRORS"
 target "" "duplicates >= 30,000/s" "$DUPLICATE_RPS >= 30000" "$DUPLICATE_RPS/s"
-target "" "unique >= 35% of the /healthz ceiling" "$SHARE >= 35" "$SHARE%"
+target "" "unique >= 35% of the /healthz ceiling" "$SHARE >= 35" "$SHARE% (of the higher /healthz pass)"
 target "" "peak RSS < 150 MB, idle RSS < 40 MB" "$PEAK_KB < 150 * 1024 && $IDLE_RSS_KB < 40 * 1024" "$(mb "$PEAK_KB"), $(mb "$IDLE_RSS_KB")"
-for pass_name in "/healthz:$HEALTH" "unique:$UNIQUE" "duplicate:$DUPLICATE"; do
+for pass_name in "/healthz:$HEALTH" "unique:$UNIQUE" "duplicate:$DUPLICATE" "second /healthz:$HEALTH_AFTER"; do
     stolen=$(field stolen_pct "${pass_name#*:}")
     if awk -v s="$stolen" 'BEGIN { exit !(s > 5) }'; then
         echo "note                 the host took $stolen % of the CPU during the ${pass_name%%:*} pass: its figures measured a slower machine and are not comparable with steal-free runs"
     fi
 done
+DRIFT=$(awk -v a="$(field rps "$HEALTH")" -v b="$(field rps "$HEALTH_AFTER")" 'BEGIN { hi = a > b ? a : b; lo = a > b ? b : a; printf "%.0f", (hi > 0 ? 100 * (hi - lo) / hi : 0) }')
+if [ "$DRIFT" -gt 10 ]; then
+    echo "note                 the two /healthz passes differ by $DRIFT %: the host's speed moved during this run, and the ratios are taken against the faster pass"
+fi
 [ "$STATUS" = ok ]
