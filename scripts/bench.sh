@@ -4,8 +4,8 @@
 # Builds release, starts ipnd on a fresh store, pre-generates COUNT unique signed notifications
 # across all five providers, measures the /healthz ceiling, replays the notifications with wrk
 # (unique pass), replays already-seen ones (duplicate pass), measures the /healthz ceiling again,
-# then checks the store: one applied
-# notification per unique request, no dedup key applied twice, integrity_check ok. Each pass also
+# then checks the store: one applied notification per unique request, no dedup key applied twice,
+# integrity_check ok. Each pass also
 # reports ipnd's and wrk's CPU per request, how much of the machine stayed idle and how much of
 # it the hypervisor gave to other guests (steal: a pass that lost CPU that way measured a
 # slower machine than the others, which skews the ratios to the /healthz ceiling).
