@@ -35,14 +35,15 @@ check-config: build
 	chmod 600 $(CONFIG)
 	.build/debug/ipnd check-config --config $(CONFIG)
 
-# The tests also run `systemd-analyze verify` on deploy/ipnd.service.
+# The tests also run `systemd-analyze verify` on deploy/ipnd.service. scripts/swift-test.sh
+# repeats what failed at the end of the output, where CI's tail of the log shows it.
 TEST_PACKAGES := systemd
 
 test: deps
 	@scripts/install-system-packages.sh $(TEST_PACKAGES)
 	chmod 600 config/ipnd.dev.yaml
 	$(SWIFT) build --build-tests
-	scripts/with-tmpdir.sh $(SWIFT) test --skip-build
+	SWIFT=$(SWIFT) scripts/with-tmpdir.sh scripts/swift-test.sh --skip-build
 
 # The whole suite under ThreadSanitizer, then AddressSanitizer (.build-tsan, .build-asan);
 # fails on a failed test or on any sanitizer report. SANITIZERS="thread" runs one.

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# scripts/swift-test.sh [SWIFT TEST ARGS...]: runs `swift test` and, when it fails, repeats every
+# failed test and recorded issue at the end of the output. The suite runs in parallel, so a
+# failure is printed minutes before the last line; CI often keeps only the tail of a log, and the
+# tail must say what failed and where. Exits with swift test's status.
+set -uo pipefail
+
+log=$(mktemp "${TMPDIR:-/tmp}/swift-test.XXXXXX.log") || exit 1
+trap 'rm -f "$log"' EXIT
+
+"${SWIFT:-swift}" test "$@" 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+
+if [ "$status" -ne 0 ]; then
+    echo
+    echo "== swift test failed (exit $status); what failed, repeated from above: =="
+    # Swift Testing marks a failed test and each recorded issue with ✘ and the issue's comment
+    # lines with ↳; XCTest writes "error:" lines; a crashed test process leaves "Fatal error" or
+    # "signal". Lines are cut at 600 characters so that one long message cannot fill the tail.
+    grep -E '✘|↳|error:|Fatal error|[Ss]ignal [0-9]|Exited with' "$log" \
+        | grep -v -E '^✘ Test run with|^✘ Suite |^↳ (Testing Library Version|Target Platform)' \
+        | cut -c1-600 | head -n 30
+fi
+exit "$status"
