@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # scripts/swift-test.sh [SWIFT TEST ARGS...]: runs `swift test` and, when it fails, repeats every
 # failed test and recorded issue at the end of the output. The suite runs in parallel, so a
-# failure is printed minutes before the last line; CI often keeps only the tail of a log, and the
-# tail must say what failed and where. Exits with swift test's status.
+# failure is printed hundreds of lines before the last one; CI often keeps only the tail of a log,
+# and the tail must say what failed and where. Exits with swift test's status.
 set -uo pipefail
 
 log=$(mktemp "${TMPDIR:-/tmp}/swift-test.XXXXXX.log") || exit 1
