@@ -344,9 +344,17 @@ struct OrderStateMachineTests {
         // Refunds first: their currency stands for the order's until a payment comes.
         let refundedInEuros = OrderSnapshot(state: .partiallyRefunded, refundedMinor: 300, refundCurrency: "EUR")
         let dollars = OrderStateMachine.decide(order: refundedInEuros, notification: note(.transition(.paid), amount: Self.usd(1000)))
-        #expect(dollars.verdict == .mismatch)
-        #expect(dollars.flag == .amountMismatch)
+        // A late payment in another currency is stale like any late payment: no flag, and the
+        // refunds' currency is not overwritten with its amount (product.md section 5).
+        #expect(dollars.verdict == .stale)
+        #expect(dollars.flag == nil)
         #expect(dollars.orderAmount == nil)
+        #expect(dollars.newState == nil)
+        let lateInEuros = OrderStateMachine.decide(
+            order: order(.paid, amount: Self.usd(1000)), notification: note(.transition(.pending), amount: Money(minor: 1000, currency: "EUR")))
+        #expect(lateInEuros.verdict == .stale)
+        #expect(lateInEuros.flag == nil)
+        #expect(lateInEuros.orderAmount == nil)
         #expect(OrderStateMachine.decide(order: refundedInEuros, notification: note(
             .refund(RefundInfo(refundID: "R2", amount: Self.usd(100))), kind: .refund)).verdict == .mismatch)
         #expect(OrderStateMachine.decide(order: refundedInEuros, notification: euros).verdict == .applied)

@@ -133,11 +133,13 @@ public enum OrderStateMachine {
     private static func decideLate(order: OrderSnapshot, target: OrderState, amount: Money?) -> Decision {
         let stale = "order is \(order.state.rawValue); \(target.rawValue) would go back"
         guard let amount else { return Decision(verdict: .stale, explanation: stale) }
-        // A payment in another currency than the order's money so far (its refunds, say) cannot
-        // be reconciled by arrival order: people must look.
+        // A payment in another currency than the order's money so far (its refunds, say) tells
+        // nothing about the order's amount. product.md section 5 keeps `mismatch` for an
+        // expectation disagreeing with a notification that would move the order; this one moves
+        // nothing, so it is stale and changes nothing, with the currencies in its detail.
         if let known = order.amount?.currency ?? order.refundCurrency, known != amount.currency {
             return Decision(
-                verdict: .mismatch, flag: .amountMismatch,
+                verdict: .stale,
                 explanation: "\(stale); the payment is in \(amount.currency), the order's money so far in \(known)"
             )
         }
