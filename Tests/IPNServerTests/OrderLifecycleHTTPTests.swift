@@ -87,6 +87,19 @@ struct OrderLifecycleHTTPTests {
         try await daemon.stop()
     }
 
+    @Test("with no expectation, a late pending in another currency is stale: no flag, the order's amount unchanged")
+    func lateInAnotherCurrency() async throws {
+        let daemon = try await TestDaemon.start()
+        try await Self.unlimint(daemon, UnlimintRequests.body(order: "LC-7", id: "p7", status: "COMPLETED", amount: "10.00"))
+        try await Self.unlimint(daemon, UnlimintRequests.body(order: "LC-7", id: "p7", status: "IN_PROGRESS", amount: "10.00", currency: "EUR"))
+        #expect(try daemon.verdicts(orderRef: "LC-7") == ["applied", "stale"])
+        #expect(try daemon.orderState("LC-7") == "paid")
+        #expect(try daemon.count("""
+            SELECT COUNT(*) FROM orders WHERE order_ref = 'LC-7' AND amount_minor = 1000 AND currency = 'USD' AND flags = ''
+            """) == 1)
+        try await daemon.stop()
+    }
+
     @Test("a chargeback in another sum keeps the order's amount; its reversal for another sum than expected is a mismatch")
     func chargebackAgainstTheExpectation() async throws {
         let daemon = try await TestDaemon.start()
