@@ -12,7 +12,8 @@ import IPNCore
 ///
 /// Semantics are those of one transaction per job: jobs run sequentially, each seeing the
 /// effects of the ones before it. If a batch fails, its jobs are retried one transaction each,
-/// so one failing job cannot take the others down with it.
+/// so one failing job cannot take the others down with it; except when another connection held
+/// the write lock past the busy timeout, which fails every job of the batch at once.
 ///
 /// The WAL is copied back into the database file (PASSIVE checkpoints) as SQLite's automatic
 /// checkpoint would, but never inside a commit: SQLite's own runs inside the COMMIT that crosses
@@ -170,12 +171,21 @@ final class GroupCommitWriter: Sendable {
             checkpointIfDue()
         } catch {
             observe(batch.count, since: started, failed: true)
-            guard batch.count > 1 else {
-                batch[0].finish(StoreError(error, doing: "commit"))
+            // A lock another connection held past the busy timeout fails every job alike, and
+            // each retry would wait the timeout out again: the jobs would be answered one busy
+            // timeout after another. They are all answered now, 503, and the providers retry.
+            guard batch.count > 1, !Self.isLockTimeout(error) else {
+                let failure = StoreError(error, doing: "commit")
+                for job in batch { job.finish(failure) }
                 return
             }
             for job in batch { run([job]) }
         }
+    }
+
+    private static func isLockTimeout(_ error: any Error) -> Bool {
+        guard let error = error as? DatabaseError else { return false }
+        return error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED
     }
 
     /// After each committed batch: starts a background pass each time the WAL has grown by

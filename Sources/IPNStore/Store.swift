@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 import IPNCore
 
@@ -9,14 +10,15 @@ public final class Store: Sendable {
     /// The WAL's length after the last commit (the writer's checkpoints go by it).
     let walLength: WALLength
 
-    /// Opens (creating if needed) and migrates the store for the daemon.
-    public init(path: String) throws(StoreError) {
+    /// Opens (creating if needed) and migrates the store for the daemon. A write waits up to
+    /// `busyTimeout` seconds for a lock another connection holds.
+    public init(path: String, busyTimeout: TimeInterval = 5) throws(StoreError) {
         self.path = path
         // The daemon opens no connection before this one, so the settings hold for all of them.
         _ = SQLiteLibrary.configure()
         var configuration = Configuration()
         configuration.label = "ipnd"
-        configuration.busyMode = .timeout(5)
+        configuration.busyMode = .timeout(busyTimeout)
         configuration.maximumReaderCount = 4
         configuration.prepareDatabase { db in
             // Every commit is on disk before it returns: an acknowledgement is never sent for

@@ -10,11 +10,11 @@ struct TemporaryStore {
     let store: Store
     let inbox: Inbox
 
-    init(maxBatch: Int) throws {
+    init(maxBatch: Int, busyTimeout: TimeInterval = 5) throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ipnd-store-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         path = directory.appendingPathComponent("ipnd.sqlite").path
-        store = try Store(path: path)
+        store = try Store(path: path, busyTimeout: busyTimeout)
         inbox = Inbox(store: store, maxBatch: maxBatch)
     }
 
@@ -163,14 +163,15 @@ struct InboxTests {
         #expect(detail.order.flags == ["amount_mismatch"])
         #expect(try await store.count("SELECT COUNT(*) FROM refunds") == 0)
 
-        // The other way round: the euro refund is counted first, so the dollar payment is the
-        // mismatch, and its amount is not taken as the order's.
+        // The other way round: the euro refund is counted first, so the dollar payment comes too
+        // late to move the order. It is stale, like any late payment with no expectation to
+        // disagree with (product.md section 5), and its amount is not taken as the order's.
         let refundFirst = notification("R2", .refund(RefundInfo(refundID: "R2", amount: euros)), order: "O2", kind: .refund, amount: euros)
         #expect(try await store.inbox.record(.verified(request(), refundFirst)).verdict == .applied)
         let payment = try await store.inbox.record(.verified(request(), notification("paid-2", .transition(.paid), order: "O2")))
-        #expect(payment.verdict == .mismatch)
+        #expect(payment.verdict == .stale)
         let second = try #require(try await store.order("O2"))
-        #expect(second.order.flags == ["amount_mismatch"])
+        #expect(second.order.flags == [])
         #expect(second.order.amount == nil)
         #expect(second.order.refundedMinor == 300)
     }
@@ -495,6 +496,55 @@ struct InboxTests {
         try await store.store.pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA query_only = OFF") }
         #expect(try await store.count("SELECT COUNT(*) FROM notifications") == 0)
         #expect(try await store.inbox.record(.verified(request(), notification("a", .transition(.paid)))).verdict == .applied)
+    }
+
+    @Test("another connection holding the write lock past the busy timeout fails a whole batch at once, without a busy wait per job")
+    func lockTimeoutFailsTheBatch() async throws {
+        let attempts = Locked<[(size: Int, failed: Bool)]>([])
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ipnd-store-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let path = directory.appendingPathComponent("ipnd.sqlite").path
+        let store = try Store(path: path, busyTimeout: 0.4)
+        let inbox = Inbox(store: store, maxBatch: 256, commitObserver: { size, _, failed in
+            attempts.withLock { $0.append((size, failed)) }
+        })
+        // An operator's session holds the lock for 4 s: ten busy timeouts.
+        let holder = try DatabaseQueue(path: path)
+        let (held, signalHeld) = AsyncStream<Void>.makeStream()
+        let lock = Thread {
+            try? holder.writeWithoutTransaction { db in
+                try db.execute(sql: "BEGIN IMMEDIATE")
+                signalHeld.yield()
+                Thread.sleep(forTimeInterval: 4)
+                try db.execute(sql: "COMMIT")
+            }
+            signalHeld.finish()
+        }
+        lock.start()
+        for await _ in held { break }
+        let keys = ["a", "b", "c", "d"]
+        // The first job finds the writer idle and waits on the lock alone; the other three queue
+        // behind it and make one batch.
+        async let first: Verdict? = try? await inbox.record(.verified(request(), notification(keys[0], .transition(.paid), order: keys[0]))).verdict
+        try await Task.sleep(for: .milliseconds(150))
+        let rest = await withTaskGroup(of: Verdict?.self) { group in
+            for key in keys.dropFirst() {
+                group.addTask { try? await inbox.record(.verified(request(), notification(key, .transition(.paid), order: key))).verdict }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        let all = [await first] + rest
+        let seen = attempts.withLock { $0 }
+        #expect(all.allSatisfy { $0 == nil }, "committed while the lock was held: \(all)")
+        // Two attempts, each one busy timeout: the lone job, then the batch of three, not
+        // followed by three retries of one job each.
+        #expect(seen.map(\.size) == [1, 3] && seen.allSatisfy(\.failed), "commit attempts: \(seen)")
+        let countWhileHeld = try await store.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM notifications") }
+        #expect(countWhileHeld == 0)
+        while lock.isExecuting { try await Task.sleep(for: .milliseconds(50)) }
+        for key in keys {
+            #expect(try await inbox.record(.verified(request(), notification(key, .transition(.paid), order: key))).verdict == .applied)
+        }
     }
 }
 
