@@ -116,7 +116,9 @@ public final class Daemon: Sendable {
             logger: logger
         )
         groupConfiguration.gracefulShutdownSignals = signals
-        groupConfiguration.maximumGracefulShutdownDuration = .seconds(config.server.requestTimeoutSeconds + 5)
+        // A request in flight may take the request deadline to arrive, then wait for its commit:
+        // at most two of the store's 5 s busy timeouts (its batch's and the one before it).
+        groupConfiguration.maximumGracefulShutdownDuration = .seconds(config.server.requestTimeoutSeconds + 15)
         let group = ServiceGroup(configuration: groupConfiguration)
         let alreadyStopping = state.withLock { state -> Bool in
             state.group = group

@@ -209,6 +209,35 @@ struct HTTPContractTests {
         try await patient.stop()
     }
 
+    @Test("a request whose head is still arriving keeps its connection past the idle timeout: it gets its whole request deadline")
+    func arrivingIsNotIdle() async throws {
+        let daemon = try await TestDaemon.start(serverYAML: "  idle_timeout_seconds: 2\n  request_timeout_seconds: 3")
+        let port = daemon.ports.provider
+        let requests = ["IDLE-1", "IDLE-2"].map { order in
+            let body = UnlimintRequests.body(order: order, id: order, status: "COMPLETED")
+            return RawHTTP.request("/ipn/unlimint", headers: UnlimintRequests.headers(for: body), body: body)
+        }
+        let answers = await onDedicatedThread { () -> [RawHTTP.Answer] in
+            guard let fd = RawHTTP.connectLoopback(port: port) else { return [] }
+            defer { close(fd) }
+            var answers: [RawHTTP.Answer] = []
+            RawHTTP.sendAll(fd, requests[0])
+            answers.append(RawHTTP.readAnswer(fd, timeout: 5))
+            // 1.2 s idle, then the next request's first line only; its rest comes 1.5 s later,
+            // 2.7 s after the last answer: past the idle timeout, within its own 3 s deadline.
+            usleep(1_200_000)
+            let split = 20
+            RawHTTP.sendAll(fd, Array(requests[1].prefix(split)))
+            usleep(1_500_000)
+            RawHTTP.sendAll(fd, Array(requests[1].dropFirst(split)))
+            answers.append(RawHTTP.readAnswer(fd, timeout: 5))
+            return answers
+        }
+        #expect(answers.map(\.status) == [200, 200], "\(answers)")
+        #expect(try daemon.count("SELECT COUNT(*) FROM orders WHERE state = 'paid'") == 2)
+        try await daemon.stop()
+    }
+
     /// Sends one keep-alive `/healthz` request, reads its answer, then waits up to
     /// `waitSeconds` for the server to close the connection.
     static func idleConnection(port: Int, waitSeconds: Double) -> (answered: Bool, closedByServer: Bool) {
