@@ -238,6 +238,40 @@ struct HTTPContractTests {
         try await daemon.stop()
     }
 
+    @Test("on shutdown an idle keep-alive connection is closed at once; one whose request is still arriving gets its answer, then is closed")
+    func shutdownClosesConnections() async throws {
+        let daemon = try await TestDaemon.start()  // idle_timeout_seconds: 60
+        let port = daemon.ports.provider
+        let body = UnlimintRequests.body(order: "QUIESCE-1", id: "q1", status: "COMPLETED")
+        let request = RawHTTP.request("/ipn/unlimint", headers: UnlimintRequests.headers(for: body), body: body)
+        let healthz = Array("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8)
+        let (idle, busy) = await onDedicatedThread { () -> (Int32?, Int32?) in
+            guard let idle = RawHTTP.connectLoopback(port: port), let busy = RawHTTP.connectLoopback(port: port) else { return (nil, nil) }
+            RawHTTP.sendAll(idle, healthz)
+            _ = RawHTTP.readAnswer(idle, timeout: 5)
+            RawHTTP.sendAll(busy, Array(request.dropLast(10)))
+            usleep(200_000)  // the head is read: a request in progress
+            return (idle, busy)
+        }
+        guard let idle, let busy else {
+            Issue.record("could not connect")
+            return
+        }
+        defer { close(idle); close(busy) }
+        let stopping = Task { try await daemon.stop() }
+        let (idleClosed, answer) = await onDedicatedThread { () -> (Bool, RawHTTP.Answer) in
+            let idleClosed = RawHTTP.readUntilClosed(idle, timeout: 5).closed
+            RawHTTP.sendAll(busy, Array(request.suffix(10)))
+            var answer = RawHTTP.readAnswer(busy, timeout: 5)
+            if !answer.closed { answer.closed = RawHTTP.readUntilClosed(busy, timeout: 5).closed }
+            return (idleClosed, answer)
+        }
+        try await stopping.value
+        #expect(idleClosed, "the idle connection was kept open through shutdown")
+        #expect(answer.status == 200 && answer.text == "OK", "\(answer)")
+        #expect(answer.closed, "the connection was kept open after its answer: \(answer)")
+    }
+
     /// Sends one keep-alive `/healthz` request, reads its answer, then waits up to
     /// `waitSeconds` for the server to close the connection.
     static func idleConnection(port: Int, waitSeconds: Double) -> (answered: Bool, closedByServer: Bool) {

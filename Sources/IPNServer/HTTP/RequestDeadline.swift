@@ -28,12 +28,21 @@ struct DeadlineHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
             return channel.eventLoop.makeFailedFuture(error)
         }
         let boundTimers = NIOLoopBound(timers, eventLoop: channel.eventLoop)
-        // Hummingbird's own idle timer is left off: it only sees decoded parts, so it took a
-        // request whose head had not arrived in full for an idle connection and closed it.
         let http1 = HTTP1Channel(
             responder: responder,
             configuration: .init(additionalChannelHandlers: [RequestBoundaryHandler(timers: boundTimers.value)]))
-        return http1.setup(channel: channel, logger: logger)
+        return http1.setup(channel: channel, logger: logger).flatMapThrowing { value in
+            // `RequestBoundaryHandler` does the job of Hummingbird's connection state handler
+            // (counting requests, closing on quiesce) and adds the timers' bookkeeping; two
+            // handlers casting every part would cost each request twice. Hummingbird's idle timer
+            // is not wanted either: it only sees decoded parts, so it took a request whose head
+            // had not arrived in full for an idle connection and closed it.
+            let pipeline = channel.pipeline.syncOperations
+            if let state = try? pipeline.handler(type: HTTPConnectionStateHandler.self) {
+                pipeline.removeHandler(state, promise: nil)
+            }
+            return value
+        }
     }
 
     func handle(value: Value, logger: Logger) async {
@@ -201,7 +210,9 @@ final class ConnectionTimerHandler: ChannelDuplexHandler, RemovableChannelHandle
     }
 }
 
-/// After the HTTP codec: tells `ConnectionTimerHandler` where requests end and answers finish.
+/// After the HTTP codec, in place of Hummingbird's `HTTPConnectionStateHandler`: tells
+/// `ConnectionTimerHandler` where requests end and answers finish, and on graceful shutdown
+/// closes the connection at once when no request is in progress, else after its answer.
 final class RequestBoundaryHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -209,18 +220,47 @@ final class RequestBoundaryHandler: ChannelDuplexHandler, RemovableChannelHandle
     typealias OutboundOut = HTTPResponsePart
 
     private let timers: ConnectionTimerHandler
+    /// Requests whose head has been read and whose answer has not ended.
+    private var requestsInProgress = 0
+    private var closeAfterAnswer = false
 
     init(timers: ConnectionTimerHandler) {
         self.timers = timers
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if case .end = unwrapInboundIn(data) { timers.requestReceived() }
+        switch unwrapInboundIn(data) {
+        case .head: requestsInProgress += 1
+        case .body: break
+        case .end: timers.requestReceived()
+        }
         context.fireChannelRead(data)
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if case .end = unwrapOutboundIn(data) { timers.answerSent() }
-        context.write(data, promise: promise)
+        guard case .end = unwrapOutboundIn(data) else {
+            context.write(data, promise: promise)
+            return
+        }
+        timers.answerSent()
+        requestsInProgress -= 1
+        if requestsInProgress <= 0, closeAfterAnswer {
+            context.writeAndFlush(data, promise: promise)
+            context.close(promise: nil)
+        } else {
+            context.write(data, promise: promise)
+        }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        guard event is ChannelShouldQuiesceEvent else {
+            context.fireUserInboundEventTriggered(event)
+            return
+        }
+        if requestsInProgress <= 0 {
+            context.close(promise: nil)
+        } else {
+            closeAfterAnswer = true
+        }
     }
 }
