@@ -178,7 +178,13 @@ final class ConnectionTimerHandler: ChannelDuplexHandler, RemovableChannelHandle
         if let started = arrivingSince {
             let due = started + requestTimeout
             if due <= now {
-                if answersSent >= requestsReceived {
+                if answersSent > requestsReceived {
+                    // This request was answered early (a refusal before its body was read):
+                    // the client has its answer, so the rest that never came ends the connection.
+                    context.close(promise: nil)
+                    return
+                }
+                if answersSent == requestsReceived {
                     answerTimeout(context: context)
                     return
                 }
