@@ -213,13 +213,8 @@ struct HTTPContractTests {
     func arrivingIsNotIdle() async throws {
         let daemon = try await TestDaemon.start(serverYAML: "  idle_timeout_seconds: 2\n  request_timeout_seconds: 3")
         let port = daemon.ports.provider
-        let requests = ["IDLE-1", "IDLE-2"].map { order in
-            let body = UnlimintRequests.body(order: order, id: order, status: "COMPLETED")
-            return RawHTTP.request("/ipn/unlimint", headers: UnlimintRequests.headers(for: body), body: body)
-        }
-        let answers = await onDedicatedThread { () -> [RawHTTP.Answer] in
-            guard let fd = RawHTTP.connectLoopback(port: port) else { return [] }
-            defer { close(fd) }
+        let requests = ["IDLE-1", "IDLE-2"].map(UnlimintRequests.rawPayment(order:))
+        let answers = await RawHTTP.onConnection(port: port) { fd in
             var answers: [RawHTTP.Answer] = []
             RawHTTP.sendAll(fd, requests[0])
             answers.append(RawHTTP.readAnswer(fd, timeout: 5))
@@ -242,8 +237,7 @@ struct HTTPContractTests {
     func shutdownClosesConnections() async throws {
         let daemon = try await TestDaemon.start()  // idle_timeout_seconds: 60
         let port = daemon.ports.provider
-        let body = UnlimintRequests.body(order: "QUIESCE-1", id: "q1", status: "COMPLETED")
-        let request = RawHTTP.request("/ipn/unlimint", headers: UnlimintRequests.headers(for: body), body: body)
+        let request = UnlimintRequests.rawPayment(order: "QUIESCE-1")
         let healthz = Array("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8)
         let (idle, busy) = await onDedicatedThread { () -> (Int32?, Int32?) in
             guard let idle = RawHTTP.connectLoopback(port: port), let busy = RawHTTP.connectLoopback(port: port) else { return (nil, nil) }

@@ -357,13 +357,8 @@ struct ProductionTests {
     func deadlinePerRequest() async throws {
         let daemon = try await TestDaemon.start(serverYAML: "  request_timeout_seconds: 2")
         let port = daemon.ports.provider
-        let requests = ["KA-1", "KA-2"].map { order in
-            let body = UnlimintRequests.body(order: order, id: order, status: "COMPLETED")
-            return RawHTTP.request("/ipn/unlimint", headers: UnlimintRequests.headers(for: body), body: body)
-        }
-        let answers = await onDedicatedThread { () -> [RawHTTP.Answer] in
-            guard let fd = RawHTTP.connectLoopback(port: port) else { return [] }
-            defer { close(fd) }
+        let requests = ["KA-1", "KA-2"].map(UnlimintRequests.rawPayment(order:))
+        let answers = await RawHTTP.onConnection(port: port) { fd in
             var answers: [RawHTTP.Answer] = []
             RawHTTP.sendAll(fd, requests[0])
             answers.append(RawHTTP.readAnswer(fd, timeout: 5))

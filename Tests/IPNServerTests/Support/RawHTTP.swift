@@ -80,6 +80,16 @@ enum RawHTTP {
         return fd
     }
 
+    /// Runs `script` on one connection to 127.0.0.1:`port`, on a thread of its own, then closes
+    /// the connection; no answers when it could not be made.
+    static func onConnection(port: Int, _ script: @escaping @Sendable (Int32) -> [Answer]) async -> [Answer] {
+        await onDedicatedThread {
+            guard let fd = connectLoopback(port: port) else { return [] }
+            defer { close(fd) }
+            return script(fd)
+        }
+    }
+
     /// Sends all of `bytes` on a connected blocking socket (call on a dedicated thread).
     static func sendAll(_ fd: Int32, _ bytes: [UInt8]) {
         var sent = 0

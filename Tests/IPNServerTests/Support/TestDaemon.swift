@@ -224,6 +224,13 @@ enum UnlimintRequests {
     static func headers(for body: [UInt8], secret: String = TestDaemon.unlimintSecret) -> [(String, String)] {
         [("Content-Type", "application/json"), ("Signature", Unlimint.signature(body: body, secret: secret))]
     }
+
+    /// The whole raw HTTP request of a completed payment for `order` (its payment id the same),
+    /// for tests that send it in pieces.
+    static func rawPayment(order: String) -> [UInt8] {
+        let body = body(order: order, id: order, status: "COMPLETED")
+        return RawHTTP.request("/ipn/unlimint", headers: headers(for: body), body: body)
+    }
 }
 
 enum Fixture {
