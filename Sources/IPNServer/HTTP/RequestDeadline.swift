@@ -33,7 +33,7 @@ struct DeadlineHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
             configuration: .init(additionalChannelHandlers: [RequestBoundaryHandler(timers: boundTimers.value)]))
         return http1.setup(channel: channel, logger: logger).flatMapThrowing { value in
             // `RequestBoundaryHandler` does the job of Hummingbird's connection state handler
-            // (counting requests, closing on quiesce) and adds the timers' bookkeeping; two
+            // (closing on quiesce, by the timers' count of requests) and feeds that count; two
             // handlers casting every part would cost each request twice. Hummingbird's idle timer
             // is not wanted either: it only sees decoded parts, so it took a request whose head
             // had not arrived in full for an idle connection and closed it.
@@ -146,10 +146,11 @@ final class ConnectionTimerHandler: ChannelDuplexHandler, RemovableChannelHandle
         becomeIdleIfAnswered()
     }
 
+    /// No request is arriving, and every request received has been answered.
+    var isIdle: Bool { arrivingSince == nil && answersSent >= requestsReceived }
+
     private func becomeIdleIfAnswered() {
-        if arrivingSince == nil, answersSent >= requestsReceived, idleSince == nil {
-            idleSince = .now()
-        }
+        if isIdle, idleSince == nil { idleSince = .now() }
     }
 
     private func start() {
@@ -218,7 +219,7 @@ final class ConnectionTimerHandler: ChannelDuplexHandler, RemovableChannelHandle
 
 /// After the HTTP codec, in place of Hummingbird's `HTTPConnectionStateHandler`: tells
 /// `ConnectionTimerHandler` where requests end and answers finish, and on graceful shutdown
-/// closes the connection at once when no request is in progress, else after its answer.
+/// closes the connection at once when it is idle, else once its answers are out.
 final class RequestBoundaryHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -226,20 +227,14 @@ final class RequestBoundaryHandler: ChannelDuplexHandler, RemovableChannelHandle
     typealias OutboundOut = HTTPResponsePart
 
     private let timers: ConnectionTimerHandler
-    /// Requests whose head has been read and whose answer has not ended.
-    private var requestsInProgress = 0
-    private var closeAfterAnswer = false
+    private var closeWhenIdle = false
 
     init(timers: ConnectionTimerHandler) {
         self.timers = timers
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
-        case .head: requestsInProgress += 1
-        case .body: break
-        case .end: timers.requestReceived()
-        }
+        if case .end = unwrapInboundIn(data) { timers.requestReceived() }
         context.fireChannelRead(data)
     }
 
@@ -249,8 +244,7 @@ final class RequestBoundaryHandler: ChannelDuplexHandler, RemovableChannelHandle
             return
         }
         timers.answerSent()
-        requestsInProgress -= 1
-        if requestsInProgress <= 0, closeAfterAnswer {
+        if closeWhenIdle, timers.isIdle {
             context.writeAndFlush(data, promise: promise)
             context.close(promise: nil)
         } else {
@@ -263,10 +257,10 @@ final class RequestBoundaryHandler: ChannelDuplexHandler, RemovableChannelHandle
             context.fireUserInboundEventTriggered(event)
             return
         }
-        if requestsInProgress <= 0 {
+        if timers.isIdle {
             context.close(promise: nil)
         } else {
-            closeAfterAnswer = true
+            closeWhenIdle = true
         }
     }
 }
