@@ -48,4 +48,6 @@ public struct RecordOutcome: Sendable, Equatable {
     public var orderRef: String?
     /// Why the verdict is what it is, for logs.
     public var explanation: String?
+    /// The flag this notification raised on its order, if any: a warning for people.
+    public var flag: OrderFlag? = nil
 }

@@ -77,7 +77,7 @@ enum Recorder {
         }
         return RecordOutcome(
             notificationID: notificationID, verdict: outcome.verdict, orderState: order?.state,
-            orderRef: order?.orderRef ?? notification.orderRef, explanation: outcome.explanation
+            orderRef: order?.orderRef ?? notification.orderRef, explanation: outcome.explanation, flag: outcome.flag
         )
     }
 

@@ -193,10 +193,86 @@ struct OrderStateMachineTests {
         // Only authorizing or paying is checked.
         let pending = OrderStateMachine.decide(order: base, notification: note(.transition(.pending), amount: Money(minor: 1, currency: "USD")))
         #expect(pending.verdict == .applied)
-        // A stale notification stays stale, whatever its amount.
+        // A stale notification stays stale, whatever its amount; one that would have paid the
+        // order with another amount than the expected one still flags it.
         let late = OrderStateMachine.decide(order: order(.refunded, expected: expected),
                                             notification: note(.transition(.paid), amount: Money(minor: 1, currency: "USD")))
         #expect(late.verdict == .stale)
+        #expect(late.flag == .amountMismatch)
+        #expect(late.orderAmount == nil)
+        #expect(late.newState == nil)
+    }
+
+    @Test("an authorization or payment too late to move the order still flags it when its amount is not the expected one")
+    func lateMismatchFlags() {
+        let expected = Self.usd(1000)
+        let paidOrder = order(.paid, amount: expected, expected: expected)
+        let lateAuthorization = OrderStateMachine.decide(order: paidOrder, notification: note(.transition(.authorized), amount: Self.usd(999)))
+        #expect(lateAuthorization.verdict == .stale)
+        #expect(lateAuthorization.flag == .amountMismatch)
+        #expect(lateAuthorization.orderAmount == nil)
+        // The expected amount, or a late pending (nothing the expectation is about), flags nothing.
+        #expect(OrderStateMachine.decide(order: paidOrder, notification: note(.transition(.authorized), amount: expected)).flag == nil)
+        #expect(OrderStateMachine.decide(order: paidOrder, notification: note(.transition(.pending), amount: Self.usd(999))).flag == nil)
+        // Whichever arrives first, an underpayment and a refund flag the order.
+        let underpaid = note(.transition(.paid), amount: Self.usd(999), key: "paid")
+        let refund = note(.refund(RefundInfo(refundID: "R1", amount: Self.usd(300))), kind: .refund, key: "refund")
+        for permutation in permutations(of: [underpaid, refund]) {
+            var snapshot: OrderSnapshot? = order(.expected, expected: expected)
+            var flagged = false
+            for notification in permutation {
+                let decision = OrderStateMachine.decide(order: snapshot, notification: notification)
+                flagged = flagged || decision.flag == .amountMismatch
+                snapshot = Self.applying(decision, to: snapshot)
+            }
+            #expect(flagged, "\(permutation.map(\.dedupKey))")
+            #expect(snapshot?.amount == nil, "\(permutation.map(\.dedupKey))")
+        }
+    }
+
+    @Test("a refund and a chargeback resolved for the merchant, in any order, end with the refund standing",
+          arguments: [false, true])
+    func refundsAcrossAChargeback(cumulative: Bool) {
+        func refund(_ id: String, _ minor: Int64, total: Int64) -> VerifiedNotification {
+            let info = cumulative
+                ? RefundInfo(refundID: id, amount: Self.usd(minor), cumulativeRefundedMinor: total)
+                : RefundInfo(refundID: id, amount: Self.usd(minor))
+            return note(.refund(info), kind: .refund, amount: Self.usd(minor), key: id)
+        }
+        let paid = note(.transition(.paid), amount: Self.usd(1000), key: "paid")
+        let lost = note(.transition(.chargedBack), kind: .chargeback, key: "lost")
+        let won = note(.chargebackReversal, kind: .chargeback, key: "won")
+        let cases: [(notifications: [VerifiedNotification], state: OrderState, refunded: Int64)] = [
+            ([paid, refund("R1", 300, total: 300), lost], .chargedBack, 300),
+            ([paid, refund("R1", 300, total: 300), lost, won], .partiallyRefunded, 300),
+            ([paid, refund("R1", 300, total: 300), refund("R2", 700, total: 1000), lost, won], .refunded, 1000),
+        ]
+        for (notifications, state, refunded) in cases {
+            // The chargeback's resolution after the chargeback itself: a resolution arriving
+            // first is stale by the rank rule, which product.md section 5 leaves as it is.
+            let orders = permutations(of: notifications).filter { order in
+                (order.firstIndex { $0.dedupKey == "lost" } ?? 0) < (order.firstIndex { $0.dedupKey == "won" } ?? .max)
+            }
+            for permutation in orders {
+                var snapshot: OrderSnapshot?
+                var refunds: [String: Int64] = [:]
+                for notification in permutation {
+                    var counted = false
+                    if case .refund(let info) = notification.effect, let id = info.refundID { counted = refunds[id] != nil }
+                    let decision = OrderStateMachine.decide(
+                        order: snapshot, notification: notification, refundAlreadyCounted: counted,
+                        refundsRecordedMinor: refunds.values.reduce(0, +))
+                    snapshot = Self.applying(decision, to: snapshot)
+                    if case .refund(let info) = notification.effect, let id = info.refundID, let amount = info.amount {
+                        refunds[id] = amount.minor
+                    }
+                }
+                let order = permutation.map(\.dedupKey)
+                #expect(snapshot?.state == state, "\(order)")
+                #expect(snapshot?.refundedMinor == refunded, "\(order)")
+                #expect(snapshot?.amount == Self.usd(1000), "\(order)")
+            }
+        }
     }
 
     @Test("unknown statuses and record-only notifications never transition")

@@ -100,6 +100,49 @@ struct OrderLifecycleHTTPTests {
         try await daemon.stop()
     }
 
+    @Test("a refund while charged back counts in the total, and the chargeback resolved for the merchant goes back to the refunds")
+    func refundAcrossAChargeback() async throws {
+        let daemon = try await TestDaemon.start()
+        // The refund arrives during the dispute; had it come before the chargeback the order
+        // would end the same way.
+        try await Self.unlimint(daemon, UnlimintRequests.body(order: "LC-8", id: "p8", status: "COMPLETED", amount: "10.00"))
+        try await Self.unlimint(daemon, UnlimintRequests.body(order: "LC-8", id: "p8", status: "CHARGED_BACK", amount: "10.00"))
+        try await Self.unlimint(daemon, UnlimintRequests.refundBody(order: "LC-8", paymentID: "p8", refundID: "r8", amount: "3.00", remaining: "7.00"))
+        #expect(try daemon.verdicts(orderRef: "LC-8") == ["applied", "applied", "stale"])
+        #expect(try daemon.orderState("LC-8") == "charged_back")
+        #expect(try daemon.count("SELECT refunded_minor FROM orders WHERE order_ref = 'LC-8'") == 300)
+        try await Self.unlimint(daemon, UnlimintRequests.body(order: "LC-8", id: "p8", status: "CHARGEBACK_RESOLVED", amount: "10.00"))
+        #expect(try daemon.orderState("LC-8") == "partially_refunded")
+        #expect(try daemon.count("SELECT refunded_minor FROM orders WHERE order_ref = 'LC-8'") == 300)
+        #expect(try Self.transitions(daemon, "LC-8") == [
+            Transition(from: nil, to: "paid"), Transition(from: "paid", to: "charged_back"),
+            Transition(from: "charged_back", to: "partially_refunded"),
+        ])
+        try await daemon.stop()
+    }
+
+    @Test("a payment too late to move the order, for another sum than expected, is stale and still flags the order")
+    func lateUnderpaymentFlags() async throws {
+        let daemon = try await TestDaemon.start()
+        let put = try await daemon.send(.PUT, ops: "/api/v1/orders/unlimint/LC-9/expectation",
+                                        body: #"{"account":"default","amount":"10.00","currency":"USD"}"#)
+        #expect(put.status == 200, "\(put.text)")
+        // The refund comes first; the underpayment it refunds part of arrives after it.
+        try await Self.unlimint(daemon, UnlimintRequests.refundBody(order: "LC-9", paymentID: "p9", refundID: "r9", amount: "3.00", remaining: "6.99"))
+        try await Self.unlimint(daemon, UnlimintRequests.body(order: "LC-9", id: "p9", status: "COMPLETED", amount: "9.99"))
+        #expect(try daemon.verdicts(orderRef: "LC-9") == ["applied", "stale"])
+        #expect(try daemon.orderState("LC-9") == "partially_refunded")
+        #expect(try daemon.count("""
+            SELECT COUNT(*) FROM orders WHERE order_ref = 'LC-9' AND flags LIKE '%amount_mismatch%' AND amount_minor IS NULL
+            """) == 1)
+        #expect(try daemon.count(
+            "SELECT COUNT(*) FROM notifications WHERE order_ref = 'LC-9' AND verdict = 'stale' AND reason = 'amount_mismatch'") == 1)
+        #expect(daemon.logs.captured.contains {
+            $0.contains("level=warning") && $0.contains("verdict=stale") && $0.contains("flag=amount_mismatch") && $0.contains("LC-9")
+        })
+        try await daemon.stop()
+    }
+
     @Test("a chargeback in another sum keeps the order's amount; its reversal for another sum than expected is a mismatch")
     func chargebackAgainstTheExpectation() async throws {
         let daemon = try await TestDaemon.start()

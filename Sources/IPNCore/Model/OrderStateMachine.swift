@@ -52,8 +52,9 @@ public enum OrderFlag: String, Sendable, Codable {
 ///
 /// Notifications may arrive in any order and any number of times: transitions only climb in
 /// rank, except a second partial refund that grows the refunded total and the two named
-/// reversals (charged_back -> paid when a chargeback is resolved for the merchant;
-/// failed/canceled/expired -> authorized on a late authorization).
+/// reversals (charged_back -> paid when a chargeback is resolved for the merchant, or back to
+/// partially_refunded or refunded when the order's refunds stand; failed/canceled/expired ->
+/// authorized on a late authorization).
 public enum OrderStateMachine {
     /// Decides `notification`'s verdict against `order` (nil when the order is not known yet).
     /// For a refund, `refundAlreadyCounted` says whether its id is already among the order's
@@ -123,6 +124,17 @@ public enum OrderStateMachine {
         // or a failure status only fills it in when it is not known yet: a chargeback's amount
         // and currency may be the disputed sum's, not the order's.
         let keepsAmount = order.amount != nil && (!movesMoney || isChargebackReinstatement)
+        if isChargebackReinstatement, order.refundedMinor > 0 {
+            // Refunds made before the chargeback, or counted while it stood, still stand: the
+            // order goes back to what it was without the chargeback, so the final state does not
+            // depend on whether a refund arrived before or after the dispute (product.md section 5).
+            let refundedInFull = order.amount.map { order.refundedMinor >= $0.minor } ?? false
+            return Decision(
+                verdict: .applied, newState: refundedInFull ? .refunded : .partiallyRefunded,
+                orderAmount: keepsAmount ? nil : amount,
+                explanation: "chargeback resolved for the merchant; the \(order.refundedMinor) refunded still stands"
+            )
+        }
         return Decision(verdict: .applied, newState: target, orderAmount: keepsAmount ? nil : amount)
     }
 
@@ -133,6 +145,16 @@ public enum OrderStateMachine {
     private static func decideLate(order: OrderSnapshot, target: OrderState, amount: Money?) -> Decision {
         let stale = "order is \(order.state.rawValue); \(target.rawValue) would go back"
         guard let amount else { return Decision(verdict: .stale, explanation: stale) }
+        // An authorization or payment that disagrees with the expectation flags the order even
+        // when it arrives too late to move it: on time it would have been a mismatch, and whether
+        // an underpayment is noticed must not depend on the arrival order. The verdict stays
+        // `stale` (it moves nothing, product.md section 5) and the amount is not taken.
+        if target == .authorized || target == .paid, let expected = order.expected, expected != amount {
+            return Decision(
+                verdict: .stale, flag: .amountMismatch,
+                explanation: "\(stale); its amount \(amount) is not the expected \(expected)"
+            )
+        }
         // A payment in another currency than the order's money so far (its refunds, say) tells
         // nothing about the order's amount. product.md section 5 keeps `mismatch` for an
         // expectation disagreeing with a notification that would move the order; this one moves
@@ -145,6 +167,8 @@ public enum OrderStateMachine {
         }
         guard order.amount == nil else { return Decision(verdict: .stale, explanation: stale) }
         if let expected = order.expected, expected != amount {
+            // Not an authorization or payment (a late pending, say): it tells nothing the
+            // expectation is about, and its amount is not taken.
             return Decision(verdict: .stale, explanation: "\(stale); its amount \(amount) is not the expected \(expected)")
         }
         switch order.state {
@@ -223,6 +247,15 @@ public enum OrderStateMachine {
         }
         if target == .partiallyRefunded, order.state == .partiallyRefunded, total > order.refundedMinor {
             return Decision(verdict: .applied, newState: target, refundedMinor: total, orderAmount: fillAmount)
+        }
+        if total > order.refundedMinor {
+            // Too late to move the order (it is charged back, say), but the money went back to
+            // the customer all the same: the total counts it, as it would had the refund come
+            // before the chargeback, and a chargeback resolved later goes back to the refunds.
+            return Decision(
+                verdict: .stale, refundedMinor: total, orderAmount: fillAmount,
+                explanation: "order is \(order.state.rawValue); the refund moves no state, the refunded total is now \(total)"
+            )
         }
         return Decision(
             verdict: .stale,

@@ -125,7 +125,9 @@ struct ProviderEndpoint: Sendable {
             metadata["detail"] = .string(explanation)
         }
         if let state = outcome.orderState { metadata["order_state"] = .string(state.rawValue) }
-        logger.log(level: outcome.verdict == .rejected || outcome.verdict == .mismatch ? .warning : .info,
+        if let flag = outcome.flag { metadata["flag"] = .string(flag.rawValue) }
+        let needsAttention = outcome.verdict == .rejected || outcome.verdict == .mismatch || outcome.flag != nil
+        logger.log(level: needsAttention ? .warning : .info,
                    "notification", metadata: metadata)
         if answer == providerType.acknowledgement, let acknowledgement = Self.acknowledgements[providerName] {
             return acknowledgement
