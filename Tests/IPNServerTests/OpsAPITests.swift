@@ -64,6 +64,29 @@ struct OpsAPITests {
         try await daemon.stop()
     }
 
+    @Test("the router skips empty path segments, so the token check does too: //api/v1/... is the API")
+    func emptySegmentsDoNotBypassTheToken() async throws {
+        let daemon = try await TestDaemon.start()
+        try await OrderLifecycleHTTPTests.unlimint(daemon, UnlimintRequests.body(order: "AUTH-9", id: "p9", status: "COMPLETED"))
+        for path in ["//api/v1/orders", "///api/v1/notifications?include=raw", "//api/v1/orders/unlimint/AUTH-9?include=raw",
+                     "/api//v1/orders", "//API/v1/orders"] {
+            let get = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
+            let answer = await RawHTTP.exchange(port: daemon.ports.ops, get)
+            #expect(answer.status == 401 || answer.status == 404, "\(path): \(answer)")
+            #expect(!answer.text.contains("AUTH-9"), "\(path): \(answer)")
+        }
+        // With the token, the doubled slash reaches the API, so without it the 401 above is the check's.
+        let withToken = Array("GET //api/v1/orders HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(TestDaemon.opsToken)\r\nConnection: close\r\n\r\n".utf8)
+        let allowed = await RawHTTP.exchange(port: daemon.ports.ops, withToken)
+        #expect(allowed.status == 200, "\(allowed)")
+        #expect(allowed.text.contains("AUTH-9"))
+        let body = Array(#"{"amount":"0.01","currency":"USD"}"#.utf8)
+        let put = Array("PUT //api/v1/orders/unlimint/AUTH-10/expectation HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n".utf8) + body
+        #expect(await RawHTTP.exchange(port: daemon.ports.ops, put).status == 401)
+        #expect(try daemon.orderState("AUTH-10") == nil)
+        try await daemon.stop()
+    }
+
     @Test("with no tokens configured the API refuses everyone")
     func noTokensConfigured() async throws {
         let daemon = try await TestDaemon.start(opsTokens: [])

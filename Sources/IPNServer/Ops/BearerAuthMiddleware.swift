@@ -10,17 +10,15 @@ import Logging
 struct BearerAuthMiddleware: RouterMiddleware {
     typealias Context = IPNRequestContext
     let tokenDigests: [[UInt8]]
-    let pathPrefix: String
     let logger: Logger
 
-    init(tokenDigests: [[UInt8]], pathPrefix: String = "/api/", logger: Logger) {
+    init(tokenDigests: [[UInt8]], logger: Logger) {
         self.tokenDigests = tokenDigests
-        self.pathPrefix = pathPrefix
         self.logger = logger
     }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        guard request.uri.path.hasPrefix(pathPrefix) else { return try await next(request, context) }
+        guard Self.isAPIPath(request.uri.path) else { return try await next(request, context) }
         guard accepts(request.headers[values: .authorization]) else {
             // Never the header itself: it may be a real token sent to the wrong place.
             logger.warning("ops API request refused: no valid bearer token", metadata: [
@@ -32,6 +30,14 @@ struct BearerAuthMiddleware: RouterMiddleware {
             return response
         }
         return try await next(request, context)
+    }
+
+    /// Whether the router would take `path` to the ops API. It matches path segments and skips
+    /// empty ones, so `//api/v1/orders` reaches the same handler as `/api/v1/orders`: the check
+    /// must see the path as the router does, not as its first bytes read.
+    static func isAPIPath(_ path: String) -> Bool {
+        let first = path.drop { $0 == "/" }.prefix { $0 != "/" }
+        return first.lowercased() == "api"
     }
 
     /// Whether exactly one `Authorization` field carries an accepted bearer token.
