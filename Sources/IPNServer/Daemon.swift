@@ -28,7 +28,11 @@ public final class Daemon: Sendable {
     private struct RunState {
         var providerPort: Int?
         var opsPort: Int?
-        var waiters: [CheckedContinuation<ListeningPorts, Never>] = []
+        /// Callers of `listeningPorts()` waiting for both listeners, by a number of their own.
+        var waiters: [Int: CheckedContinuation<ListeningPorts?, Never>] = [:]
+        var nextWaiter = 0
+        /// `run` has returned: listeners that are not bound by now never will be.
+        var ended = false
         var group: ServiceGroup?
         var shutdownRequested = false
     }
@@ -100,7 +104,7 @@ public final class Daemon: Sendable {
         )
         let systemd = SystemdService(
             notifier: notifier, watchdogInterval: SystemdNotifier.watchdogInterval(), inbox: inbox, tally: tally, logger: logger,
-            ready: { [self] in _ = await listeningPorts() })
+            ready: { [self] in await listeningPorts() != nil })
         // Shut down in reverse order: systemd hears STOPPING=1 first, then the listeners stop
         // accepting and finish their in-flight requests.
         var groupConfiguration = ServiceGroupConfiguration(
@@ -125,7 +129,17 @@ public final class Daemon: Sendable {
             return state.shutdownRequested
         }
         if alreadyStopping { await group.triggerGracefulShutdown() }
-        defer { state.withLock { $0.group = nil } }
+        defer {
+            // A listener that could not bind ends the run: nobody may wait for it any longer
+            // (the systemd service waits for both before its first ping).
+            let waiters = state.withLock { state in
+                state.group = nil
+                state.ended = true
+                defer { state.waiters = [:] }
+                return state.waiters
+            }
+            for waiter in waiters.values { waiter.resume(returning: nil) }
+        }
         do {
             try await group.run()
         } catch {
@@ -147,27 +161,37 @@ public final class Daemon: Sendable {
         await group?.triggerGracefulShutdown()
     }
 
-    /// Returns once both listeners are bound.
-    public func listeningPorts() async -> ListeningPorts {
-        await withCheckedContinuation { continuation in
-            let ready = state.withLock { state -> ListeningPorts? in
-                if let provider = state.providerPort, let ops = state.opsPort {
-                    return ListeningPorts(provider: provider, ops: ops)
+    /// Returns once both listeners are bound; nil when `run` ended before they were (a listener
+    /// could not bind) or the caller's task was cancelled.
+    public func listeningPorts() async -> ListeningPorts? {
+        let id = state.withLock { state -> Int in
+            state.nextWaiter += 1
+            return state.nextWaiter
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let answer = state.withLock { state -> ListeningPorts?? in
+                    if let provider = state.providerPort, let ops = state.opsPort {
+                        return .some(ListeningPorts(provider: provider, ops: ops))
+                    }
+                    if state.ended || Task.isCancelled { return .some(nil) }
+                    state.waiters[id] = continuation
+                    return .none
                 }
-                state.waiters.append(continuation)
-                return nil
+                if let answer { continuation.resume(returning: answer) }
             }
-            if let ready { continuation.resume(returning: ready) }
+        } onCancel: {
+            state.withLock { $0.waiters.removeValue(forKey: id) }?.resume(returning: nil)
         }
     }
 
     private func listening(provider: Int? = nil, ops: Int? = nil) {
-        let (ports, waiters) = state.withLock { state -> (ListeningPorts?, [CheckedContinuation<ListeningPorts, Never>]) in
+        let (ports, waiters) = state.withLock { state -> (ListeningPorts?, [Int: CheckedContinuation<ListeningPorts?, Never>]) in
             if let provider { state.providerPort = provider }
             if let ops { state.opsPort = ops }
-            guard let provider = state.providerPort, let ops = state.opsPort else { return (nil, []) }
+            guard let provider = state.providerPort, let ops = state.opsPort else { return (nil, [:]) }
             let waiters = state.waiters
-            state.waiters = []
+            state.waiters = [:]
             return (ListeningPorts(provider: provider, ops: ops), waiters)
         }
         guard let ports else { return }
@@ -185,6 +209,6 @@ public final class Daemon: Sendable {
             "store": "\(store.path)",
             "accounts": "\(config.accounts.count)",
         ])
-        for waiter in waiters { waiter.resume(returning: ports) }
+        for waiter in waiters.values { waiter.resume(returning: ports) }
     }
 }

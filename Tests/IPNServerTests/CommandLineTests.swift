@@ -49,7 +49,14 @@ private func blockingRun(_ executable: URL, _ arguments: [String], environment: 
     let stderr = PipeReader(err)
     let deadline = Date().addingTimeInterval(timeout)
     while process.isRunning, Date() < deadline { usleep(20_000) }
-    if process.isRunning { process.terminate() }
+    if process.isRunning {
+        // SIGTERM, then SIGKILL: a process that ignores SIGTERM (the hang this helper exists to
+        // catch) must fail its test, not hang the run.
+        process.terminate()
+        let killAt = Date().addingTimeInterval(5)
+        while process.isRunning, Date() < killAt { usleep(20_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
     process.waitUntilExit()
     return CommandResult(status: process.terminationStatus, stdout: stdout.text(), stderr: stderr.text())
 }
@@ -125,9 +132,14 @@ struct CommandLineTests {
         #expect(missing.stderr.contains("/nonexistent/ipnd.yaml"))
     }
 
-    @Test("a listener address that is taken stops serve with exit 2, naming its keys", arguments: ["server", "ops"])
-    func listenerAddressTaken(section: String) async throws {
+    @Test("a listener address that is taken stops serve with exit 2, naming its keys, under systemd too",
+          arguments: ["server", "ops"], [false, true])
+    func listenerAddressTaken(section: String, underSystemd: Bool) async throws {
         let taken = try ListeningSocket()
+        // Under systemd (NOTIFY_SOCKET set) the watchdog service waits for both listeners: it
+        // must give up when one cannot bind, or serve hangs instead of exiting.
+        let notify = underSystemd ? try NotifySocket() : nil
+        let environment = notify.map { ["NOTIFY_SOCKET": $0.name, "WATCHDOG_USEC": "2000000"] } ?? [:]
         let ports = section == "server" ? (taken.port, 0) : (0, taken.port)
         let path = try writeConfig("""
             store:
@@ -141,7 +153,7 @@ struct CommandLineTests {
                 - callback_secret: x
 
             """)
-        let result = try await ipnd(["serve", "--config", path])
+        let result = try await ipnd(["serve", "--config", path], environment: environment)
         #expect(result.status == 2, "\(result.stderr)")
         #expect(result.stderr.contains("cannot listen on 127.0.0.1:\(taken.port) (\(section).host, \(section).port)"),
                 "\(result.stderr)")

@@ -11,8 +11,9 @@ struct SystemdService: Service {
     let inbox: Inbox
     let tally: NotificationTally
     let logger: Logger
-    /// Returns once the listeners are bound and READY=1 was sent.
-    let ready: @Sendable () async -> Void
+    /// Returns true once the listeners are bound and READY=1 was sent; false when they never
+    /// will be (one could not bind) or the wait was cancelled.
+    let ready: @Sendable () async -> Bool
 
     func run() async throws {
         guard notifier.isEnabled else {
@@ -37,7 +38,8 @@ struct SystemdService: Service {
     }
 
     private func pingLoop() async throws {
-        await ready()
+        // Cancellable: a listener that cannot bind ends the run, and this service must end with it.
+        guard await ready() else { return }
         let period = watchdogInterval.map { $0 / 2 } ?? .seconds(15)
         let sendLimit = min(period / 2, .seconds(1))
         while !Task.isCancelled {

@@ -110,7 +110,10 @@ final class TestDaemon: Sendable {
         let logger = Logger(label: "ipnd-test") { label in LogfmtLogHandler(label: label, level: .info, output: logs) }
         let daemon = try Daemon(config: config, logger: logger)
         let task = Task { try await daemon.run(gracefulShutdownSignals: []) }
-        let ports = await daemon.listeningPorts()
+        guard let ports = await daemon.listeningPorts() else {
+            _ = try await task.value  // the daemon's own error: why it did not listen
+            throw DaemonDidNotListen()
+        }
         return TestDaemon(directory: directory, config: config, daemon: daemon, ports: ports, logs: logs, task: task)
     }
 
@@ -241,3 +244,6 @@ enum Fixture {
         return [UInt8](data)
     }
 }
+
+/// `Daemon.run` returned without error before both listeners were bound.
+struct DaemonDidNotListen: Error {}
