@@ -24,8 +24,8 @@ release: deps
 	scripts/build-release.sh ipnd
 
 # Git keeps no permission bits but the executable one: the dev config holds (fake) secrets
-# inline, and ipnd refuses secrets that group or others can read. The dev config keeps its
-# store in var/, which git does not keep either.
+# inline, and ipnd refuses secrets that others (the world) can read; a checkout's 0644 would be
+# refused. The dev config keeps its store in var/, which git does not keep either.
 run: build
 	chmod 600 $(CONFIG)
 	mkdir -p var
