@@ -103,6 +103,25 @@ enum Schema {
                 DELETE FROM transitions WHERE from_state IS NULL AND to_state = 'pending' AND notification_id IS NULL
                 """)
         }
+        migrator.registerMigration("v3: redeliveries of a notification waiting for its payment are linked with it") { db in
+            // A redelivery of a refund or capture still waiting for its payment was stored with
+            // no order, and stayed so once the payment linked the original: `orders show` did not
+            // list it. The partial index finds such rows when the payment arrives; the update
+            // links the ones earlier versions left behind.
+            try db.execute(sql: """
+                CREATE INDEX notifications_waiting_duplicates ON notifications(provider, account, link_key)
+                    WHERE verdict = 'duplicate' AND order_id IS NULL;
+                UPDATE notifications SET
+                    order_id = (SELECT l.order_id FROM payment_links l WHERE l.provider = notifications.provider
+                                AND l.account = notifications.account AND l.link_key = notifications.link_key),
+                    order_ref = (SELECT o.order_ref FROM payment_links l JOIN orders o ON o.id = l.order_id
+                                 WHERE l.provider = notifications.provider AND l.account = notifications.account
+                                 AND l.link_key = notifications.link_key)
+                WHERE verdict = 'duplicate' AND order_id IS NULL AND link_key IS NOT NULL
+                    AND EXISTS (SELECT 1 FROM payment_links l WHERE l.provider = notifications.provider
+                                AND l.account = notifications.account AND l.link_key = notifications.link_key);
+                """)
+        }
         return migrator
     }
 }

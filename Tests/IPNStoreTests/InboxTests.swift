@@ -223,6 +223,8 @@ struct InboxTests {
         let linked = try #require(detail.notifications.first { $0.id == waiting.notificationID })
         #expect(linked.verdict == .applied)
         #expect(linked.orderRef == "PAY-1")
+        // Its redelivery, a duplicate stored while it waited, is the order's too.
+        #expect(detail.notifications.filter { $0.verdict == .duplicate }.map(\.orderRef) == ["PAY-1"])
         // A later capture for the same payment links at once.
         let capture = notification("capture", .transition(.paid), order: nil, kind: .capture,
                                    amount: Money(minor: 4200, currency: "SGD"), link: .requires("P1"))
@@ -482,6 +484,44 @@ struct InboxTests {
             }
         }
         #expect(left == ["nil->paid notification", "nil->expected no notification"])
+        try reopened.close()
+    }
+
+    @Test("opening a store of an earlier version links the redeliveries it left without their order, and nothing else")
+    func migrationLinksWaitingDuplicates() async throws {
+        let store = try TemporaryStore(maxBatch: 1)
+        let refund = notification("refund", .refund(RefundInfo(refundID: "R1", amount: Money(minor: 4200, currency: "SGD"))),
+                                  order: nil, kind: .refund, amount: Money(minor: 4200, currency: "SGD"), link: .requires("P1"))
+        _ = try await store.inbox.record(.verified(request(), refund))
+        let redelivery = try await store.inbox.record(.verified(request(), refund))
+        // Still waiting: nothing to link it to.
+        let stillWaiting = try await store.inbox.record(.verified(request(), notification(
+            "other", .refund(RefundInfo(refundID: "R9", amount: Money(minor: 1, currency: "SGD"))),
+            order: nil, kind: .refund, amount: Money(minor: 1, currency: "SGD"), link: .requires("P9"))))
+        let stillWaitingAgain = try await store.inbox.record(.verified(request(), notification(
+            "other", .refund(RefundInfo(refundID: "R9", amount: Money(minor: 1, currency: "SGD"))),
+            order: nil, kind: .refund, amount: Money(minor: 1, currency: "SGD"), link: .requires("P9"))))
+        #expect(stillWaiting.verdict == .unlinked)
+        _ = try await store.inbox.record(.verified(request(), notification(
+            "payment", .transition(.paid), order: "PAY-1", amount: Money(minor: 4200, currency: "SGD"), link: .registers("P1"))))
+        try store.store.close()
+        // What the earlier version left: the redelivery without its order, the migration not run.
+        let queue = try DatabaseQueue(path: store.path)
+        try await queue.write { db in
+            try db.execute(sql: """
+                UPDATE notifications SET order_id = NULL, order_ref = NULL WHERE id = \(redelivery.notificationID);
+                DROP INDEX notifications_waiting_duplicates;
+                DELETE FROM grdb_migrations WHERE identifier LIKE 'v3:%';
+                """)
+        }
+        try queue.close()
+        let reopened = try Store(path: store.path)
+        let rows = try await reopened.read { db in
+            try Row.fetchAll(db, sql: "SELECT id, order_ref FROM notifications WHERE verdict = 'duplicate' ORDER BY id").map {
+                "\($0[0] as Int64) \($0[1] as String? ?? "nil")"
+            }
+        }
+        #expect(rows == ["\(redelivery.notificationID) PAY-1", "\(stillWaitingAgain.notificationID) nil"])
         try reopened.close()
     }
 
