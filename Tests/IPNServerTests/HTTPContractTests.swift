@@ -31,6 +31,13 @@ struct HTTPContractTests {
         }
         #expect(try await daemon.send(.POST, "/healthz", body: [], headers: [], port: daemon.ports.provider).status == 405)
         #expect(try await daemon.get("/ipn/unlimint/default").status == 405)
+        // The router skips empty path segments, and so does the method check.
+        for path in ["//ipn/unlimint", "/ipn//unlimint/", "/ipn/unlimint/default/"] {
+            let get = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
+            let answer = await RawHTTP.exchange(port: daemon.ports.provider, get)
+            #expect(answer.status == 405, "\(path): \(answer)")
+            #expect(answer.header("Allow") == "POST", "\(path)")
+        }
         // A route to no provider or account does not exist, whatever the method.
         for path in ["/ipn/paypal", "/ipn/unlimint/nosuchshop", "/ipn/unlimint/default/extra"] {
             #expect(try await daemon.get(path).status == 404, "\(path)")

@@ -111,7 +111,7 @@ struct MethodNotAllowedMiddleware: RouterMiddleware {
     let rules: [Rule]
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let path = request.uri.path
+        let path = RoutedPath.of(request.uri.path)
         guard let rule = rules.first(where: { $0.matches(path) }), !rule.allowed.contains(request.method),
               rule.exists?(path) ?? true else {
             return try await next(request, context)
@@ -171,5 +171,26 @@ extension Router where Context == IPNRequestContext {
             response.body = ResponseBody()
             return response
         }
+    }
+}
+
+/// A request path as the router matches it: Hummingbird's router takes the segments and skips
+/// empty ones, so `//ipn//unlimint/` reaches the same route as `/ipn/unlimint`. Checks made
+/// before routing must see the path the same way.
+enum RoutedPath {
+    /// `path` without empty segments; `path` itself, with no allocation, when it has none.
+    static func of(_ path: String) -> String {
+        var previousWasSlash = false
+        var hasEmptySegment = false
+        for byte in path.utf8 {
+            let isSlash = byte == UInt8(ascii: "/")
+            if isSlash && previousWasSlash {
+                hasEmptySegment = true
+                break
+            }
+            previousWasSlash = isSlash
+        }
+        guard hasEmptySegment || (previousWasSlash && path.utf8.count > 1) else { return path }
+        return "/" + path.split(separator: "/").joined(separator: "/")
     }
 }

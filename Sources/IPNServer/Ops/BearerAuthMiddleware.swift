@@ -36,7 +36,7 @@ struct BearerAuthMiddleware: RouterMiddleware {
     /// empty ones, so `//api/v1/orders` reaches the same handler as `/api/v1/orders`: the check
     /// must see the path as the router does, not as its first bytes read.
     static func isAPIPath(_ path: String) -> Bool {
-        let first = path.drop { $0 == "/" }.prefix { $0 != "/" }
+        let first = RoutedPath.of(path).dropFirst().prefix { $0 != "/" }
         return first.lowercased() == "api"
     }
 
