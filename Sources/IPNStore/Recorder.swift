@@ -192,11 +192,14 @@ enum Recorder {
             arguments: [scope.provider, scope.account, key]
         )
         // Redeliveries of the waiting notifications were stored as duplicates with no order:
-        // they belong to this one as well.
-        try db.cachedStatement(sql: """
-            UPDATE notifications SET order_id = ?, order_ref = ?
-            WHERE provider = ? AND account = ? AND link_key = ? AND verdict = 'duplicate' AND order_id IS NULL
-            """).execute(arguments: [order.id, order.orderRef, scope.provider, scope.account, key])
+        // they belong to this one as well. Only a waiting notification has such redeliveries,
+        // so a payment nothing waited for (nearly all) skips the statement.
+        if !waiting.isEmpty {
+            try db.cachedStatement(sql: """
+                UPDATE notifications SET order_id = ?, order_ref = ?
+                WHERE provider = ? AND account = ? AND link_key = ? AND verdict = 'duplicate' AND order_id IS NULL
+                """).execute(arguments: [order.id, order.orderRef, scope.provider, scope.account, key])
+        }
         var current: OrderRow? = order
         for row in waiting {
             let id: Int64 = row["id"]
