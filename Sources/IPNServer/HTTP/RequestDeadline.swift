@@ -5,8 +5,9 @@ import NIOCore
 import NIOHTTPTypes
 
 /// Hummingbird's HTTP/1 channel with ipnd's two connection timers (`ConnectionTimerHandler`):
-/// a request must arrive in full within `requestTimeout` of its first byte, and a connection
-/// with no request arriving and no answer owed is closed after `idleTimeout`. The time a
+/// a request must arrive in full within `requestTimeout` of its first byte (a connection's
+/// first request, of the connection's opening), and a keep-alive connection with no request
+/// arriving and no answer owed is closed after `idleTimeout`. The time a
 /// request then waits for its commit counts against neither: the store answers it, with its
 /// acknowledgement or with 503.
 struct DeadlineHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
@@ -66,6 +67,10 @@ extension HTTPServerBuilder {
 ///   (`requestReceived`). If `requestTimeout` passes first, the client gets `408 Request
 ///   Timeout` with `Connection: close` and the connection is closed; a provider endpoint still
 ///   reading the body sees it end early and keeps what arrived.
+/// - A new connection's first request must arrive within `requestTimeout` of the connection's
+///   opening: one that sends nothing in that time is closed without an answer. Otherwise
+///   thousands of silent connections could each hold a descriptor and its buffers for the idle
+///   timeout, which is for keep-alive connections between requests.
 /// - A connection is *idle* while no request is arriving and every request received has been
 ///   answered (`answerSent`). After `idleTimeout` of that it is closed, as Hummingbird does.
 /// - Between a request's end and its answer neither applies: the answer waits for the store,
@@ -93,6 +98,8 @@ final class ConnectionTimerHandler: ChannelDuplexHandler, RemovableChannelHandle
     private var arrivingSince: NIODeadline?
     /// Since when the connection has been idle; nil while a request arrives or is answered.
     private var idleSince: NIODeadline?
+    /// When a connection that has not sent a byte yet was opened; nil once it has.
+    private var openedAt: NIODeadline?
     private var requestsReceived = 0
     private var answersSent = 0
     private var timer: Scheduled<Void>?
@@ -117,7 +124,8 @@ final class ConnectionTimerHandler: ChannelDuplexHandler, RemovableChannelHandle
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if arrivingSince == nil {
-            arrivingSince = .now()
+            arrivingSince = openedAt ?? .now()
+            openedAt = nil
             idleSince = nil
         }
         context.fireChannelRead(data)
@@ -155,7 +163,7 @@ final class ConnectionTimerHandler: ChannelDuplexHandler, RemovableChannelHandle
 
     private func start() {
         guard timer == nil, let context else { return }
-        if arrivingSince == nil, idleSince == nil, requestsReceived == 0 { idleSince = .now() }
+        if arrivingSince == nil, idleSince == nil, requestsReceived == 0 { openedAt = .now() }
         arm(context: context, at: .now() + min(idleTimeout, requestTimeout))
     }
 
@@ -194,6 +202,17 @@ final class ConnectionTimerHandler: ChannelDuplexHandler, RemovableChannelHandle
             } else {
                 next = min(next, due)
             }
+        } else if let opened = openedAt {
+            let due = opened + requestTimeout
+            if due <= now {
+                // No request was begun, so none is answered.
+                logger.debug("connection sent nothing in time, closed", metadata: [
+                    "peer": "\(context.channel.remoteAddress?.description ?? "unknown")",
+                ])
+                context.close(promise: nil)
+                return
+            }
+            next = min(next, due)
         } else if let since = idleSince {
             let due = since + idleTimeout
             if due <= now {
