@@ -420,6 +420,10 @@ struct ProductionTests {
         #expect(try await post("P-4", forwardedFor: ["10.1.2.3", "192.0.2.9"]) == 403)  // repeated header, same rule
         #expect(try await post("P-5", forwardedFor: []) == 403)  // the proxy itself is not an allowed client
         #expect(try await post("P-6", forwardedFor: ["not-an-ip"]) == 403)
+        // With the port some proxies add, IPv4 and bracketed IPv6 alike.
+        #expect(try await post("P-7", forwardedFor: ["10.4.5.6:51234"]) == 200)
+        #expect(try await post("P-8", forwardedFor: ["10.7.7.7, [2001:db8::1]:443"]) == 403)
+        #expect(try await post("P-9", forwardedFor: ["10.8.8.8:99999999"]) == 403)  // no such port: not believed
         let clients = try daemon.query { db in
             try Row.fetchAll(db, sql: "SELECT order_ref, client_ip FROM notifications ORDER BY id").map { row -> String in
                 let ref: String? = row["order_ref"]
@@ -427,7 +431,8 @@ struct ProductionTests {
                 return "\(ref ?? "-")@\(ip ?? "-")"
             }
         }
-        #expect(clients == ["P-1@10.1.2.3", "P-2@10.9.9.9", "-@192.0.2.9", "-@192.0.2.9", "-@127.0.0.1", "-@127.0.0.1"])
+        #expect(clients == ["P-1@10.1.2.3", "P-2@10.9.9.9", "-@192.0.2.9", "-@192.0.2.9", "-@127.0.0.1", "-@127.0.0.1",
+                            "P-7@10.4.5.6", "-@2001:db8::1", "-@127.0.0.1"])
         try await daemon.stop()
     }
 
