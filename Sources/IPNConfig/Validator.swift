@@ -11,6 +11,7 @@ struct Validator {
     private static let serverKeys = ["host", "port", "max_body_bytes", "request_timeout_seconds", "idle_timeout_seconds", "trusted_proxies"]
     private static let storeKeys = ["path", "max_batch"]
     private static let opsKeys = ["host", "port", "tokens_sha256"]
+    private static let emptyTokenDigest = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
     func config(from root: ConfigNode) throws(ConfigError) -> IPNDConfig {
         let top = try mapping(root, key: nil)
@@ -80,6 +81,11 @@ struct Validator {
             settings.tokenDigests = try values.enumerated().map { index, value throws(ConfigError) in
                 guard Hex.isHex(value, count: 64), let digest = Hex.decode(value) else {
                     throw ConfigError(key: "ops.tokens_sha256[\(index)]", "must be 64 hex characters: the SHA-256 of a bearer token")
+                }
+                // What `printf '%s' "$TOKEN" | sha256sum` prints with TOKEN unset: no token can match it.
+                guard value.lowercased() != Self.emptyTokenDigest else {
+                    throw ConfigError(key: "ops.tokens_sha256[\(index)]",
+                                      "is the SHA-256 of an empty string, which no bearer token can match: hash the token itself")
                 }
                 return digest
             }

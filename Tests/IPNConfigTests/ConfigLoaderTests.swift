@@ -175,6 +175,7 @@ struct ConfigLoaderTests {
         ("server:\n  max_body_bytes: 0\n", "server.max_body_bytes"),
         ("server:\n  trusted_proxies: [10.0.0.0/33]\n", "server.trusted_proxies[0]"),
         ("ops:\n  tokens_sha256: [abc]\n", "ops.tokens_sha256[0]"),
+        ("ops:\n  tokens_sha256: [E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855]\n", "ops.tokens_sha256[0]"),
         ("ops:\n  port: 8080\n", "ops.port"),
         ("server: 3\n", "server"),
         ("server:\n  host: 999.999.1.1\n", "server.host"),
@@ -185,6 +186,14 @@ struct ConfigLoaderTests {
     ])
     func malformed(yaml: String, key: String) throws {
         #expect(try ConfigDirectory().error(yaml + minimalProviders)?.key == key)
+    }
+
+    @Test("the SHA-256 of an empty token is refused, saying why: no bearer token can match it")
+    func emptyTokenDigest() throws {
+        let error = try ConfigDirectory().error(
+            "ops:\n  tokens_sha256: [e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855]\n" + minimalProviders)
+        #expect(error?.key == "ops.tokens_sha256[0]")
+        #expect(error?.message.contains("empty string") == true, "\(String(describing: error))")
     }
 
     @Test("listener hosts: IP addresses as getaddrinfo takes them, and host names", arguments: [
