@@ -87,6 +87,27 @@ struct OpsAPITests {
         try await daemon.stop()
     }
 
+    @Test("a refused request's body is not read: 401 at once, then the connection is closed")
+    func refusedBodyNotRead() async throws {
+        let daemon = try await TestDaemon.start()
+        // Claims 50 MB and sends a little: the 401 comes at once, not at the request deadline.
+        let put = Array(("PUT /api/v1/orders/unlimint/BIG-1/expectation HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            + "Content-Type: application/json\r\nContent-Length: 50000000\r\n\r\n{\"amount\":").utf8)
+        let started = Date()
+        let answers = await RawHTTP.onConnection(port: daemon.ports.ops) { fd in
+            RawHTTP.sendAll(fd, put)
+            var answer = RawHTTP.readAnswer(fd, timeout: 5)
+            answer.closed = answer.closed || RawHTTP.readUntilClosed(fd, timeout: 3).closed
+            return [answer]
+        }
+        #expect(answers.first?.status == 401, "\(answers)")
+        #expect(answers.first?.header("Connection") == "close", "\(answers)")
+        #expect(answers.first?.closed == true, "\(answers)")
+        #expect(Date().timeIntervalSince(started) < 5)
+        #expect(try daemon.orderState("BIG-1") == nil)
+        try await daemon.stop()
+    }
+
     @Test("with no tokens configured the API refuses everyone")
     func noTokensConfigured() async throws {
         let daemon = try await TestDaemon.start(opsTokens: [])

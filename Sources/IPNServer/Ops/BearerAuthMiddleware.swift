@@ -27,7 +27,8 @@ struct BearerAuthMiddleware: RouterMiddleware {
             ])
             var response = Response.json(401, RecordJSON.error("a valid bearer token is required"))
             response.headers[.wwwAuthenticate] = "Bearer"
-            return response
+            // As after a 404: the body of a request refused is not read on to its end.
+            return response.closingIfBodyUnread(request, context: context)
         }
         return try await next(request, context)
     }
