@@ -64,7 +64,7 @@ struct LogfmtLogHandlerTests {
 @Suite("log lines written in batches (the daemon's stderr)")
 struct BatchedLogOutputTests {
     /// A pipe standing in for stderr; its read end does not block.
-    final class LogPipe {
+    final class LogPipe: Sendable {
         let readEnd: Int32
         let writeEnd: Int32
 
@@ -142,8 +142,12 @@ struct BatchedLogOutputTests {
         let pipe = try LogPipe()
         let output = LogOutput.batched(descriptor: pipe.writeEnd, linger: .milliseconds(1))
         let (threads, perThread) = (8, 2000)
-        // The reader drains the pipe meanwhile: a full pipe would block the writes.
-        let reader = Task.detached { pipe.read(until: { $0.utf8.count(where: { $0 == UInt8(ascii: "\n") }) == threads * perThread }, timeout: 60) }
+        // The reader drains the pipe meanwhile: a full pipe would block the writes. It polls
+        // without yielding, so it runs on a thread of its own: on the cooperative pool (two
+        // threads on a 2-core machine) it could wait behind the very writers that wait for it.
+        let reader = Task {
+            await onDedicatedThread { pipe.read(until: { $0.utf8.count(where: { $0 == UInt8(ascii: "\n") }) == threads * perThread }, timeout: 60) }
+        }
         await withTaskGroup(of: Void.self) { group in
             for thread in 0..<threads {
                 group.addTask {
