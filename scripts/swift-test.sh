@@ -8,8 +8,16 @@ set -uo pipefail
 log=$(mktemp "${TMPDIR:-/tmp}/swift-test.XXXXXX.log") || exit 1
 trap 'rm -f "$log"' EXIT
 
-"${SWIFT:-swift}" test "$@" 2>&1 | tee "$log"
+# A hung suite (a deadlock in a test) must end the run with a message, well inside CI's 90
+# minutes, rather than use them up. timeout signals its whole process group: swift test and
+# the test process it starts.
+limit=${IPND_TEST_TIME_LIMIT:-1500}
+timeout -k 15 "$limit" "${SWIFT:-swift}" test "$@" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
+if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
+    echo
+    echo "== swift test did not finish within ${limit} s (IPND_TEST_TIME_LIMIT): a test hangs =="
+fi
 
 if [ "$status" -ne 0 ]; then
     echo
