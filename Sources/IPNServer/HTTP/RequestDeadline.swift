@@ -96,10 +96,9 @@ final class ConnectionTimerHandler: ChannelDuplexHandler, RemovableChannelHandle
     private let onTimeout: @Sendable () -> Void
     /// The first byte of the request arriving now; nil when none is.
     private var arrivingSince: NIODeadline?
-    /// Since when the connection has been idle; nil while a request arrives or is answered.
+    /// Since when the connection has been idle (for a new one, since its opening); nil while a
+    /// request arrives or is answered.
     private var idleSince: NIODeadline?
-    /// When a connection that has not sent a byte yet was opened; nil once it has.
-    private var openedAt: NIODeadline?
     private var requestsReceived = 0
     private var answersSent = 0
     private var timer: Scheduled<Void>?
@@ -124,8 +123,8 @@ final class ConnectionTimerHandler: ChannelDuplexHandler, RemovableChannelHandle
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if arrivingSince == nil {
-            arrivingSince = openedAt ?? .now()
-            openedAt = nil
+            // A connection's first request counts from the connection's opening.
+            arrivingSince = requestsReceived == 0 ? idleSince ?? .now() : .now()
             idleSince = nil
         }
         context.fireChannelRead(data)
@@ -163,7 +162,7 @@ final class ConnectionTimerHandler: ChannelDuplexHandler, RemovableChannelHandle
 
     private func start() {
         guard timer == nil, let context else { return }
-        if arrivingSince == nil, idleSince == nil, requestsReceived == 0 { openedAt = .now() }
+        if arrivingSince == nil, idleSince == nil, requestsReceived == 0 { idleSince = .now() }
         arm(context: context, at: .now() + min(idleTimeout, requestTimeout))
     }
 
@@ -202,20 +201,18 @@ final class ConnectionTimerHandler: ChannelDuplexHandler, RemovableChannelHandle
             } else {
                 next = min(next, due)
             }
-        } else if let opened = openedAt {
-            let due = opened + requestTimeout
+        } else if let since = idleSince {
+            // A new connection that has not begun a request has the request deadline: the idle
+            // timeout is for keep-alive connections between requests.
+            let isNew = requestsReceived == 0
+            let due = since + (isNew ? requestTimeout : idleTimeout)
             if due <= now {
                 // No request was begun, so none is answered.
-                logger.debug("connection sent nothing in time, closed", metadata: [
-                    "peer": "\(context.channel.remoteAddress?.description ?? "unknown")",
-                ])
-                context.close(promise: nil)
-                return
-            }
-            next = min(next, due)
-        } else if let since = idleSince {
-            let due = since + idleTimeout
-            if due <= now {
+                if isNew {
+                    logger.debug("connection sent nothing in time, closed", metadata: [
+                        "peer": "\(context.channel.remoteAddress?.description ?? "unknown")",
+                    ])
+                }
                 context.close(promise: nil)
                 return
             }
