@@ -28,6 +28,13 @@ struct OrderLifecycleHTTPTests {
         #expect(answer.text == "OK")
     }
 
+    /// Registers, through the ops API, the amount in USD Unlimint order `order` must be paid with.
+    static func expect(_ daemon: TestDaemon, _ order: String, amount: String) async throws {
+        let put = try await daemon.send(.PUT, ops: "/api/v1/orders/unlimint/\(order)/expectation",
+                                        body: #"{"account":"default","amount":"\#(amount)","currency":"USD"}"#)
+        #expect(put.status == 200, "\(put.text)")
+    }
+
     static func payoutBody(order: String, id: String) -> [UInt8] {
         Array(#"{"callback_time":"2026-11-21T09:30:06.828Z","merchant_order":{"id":"\#(order)"},"payout_data":{"id":"\#(id)","status":"COMPLETED","amount":2.50,"currency":"USD"}}"#.utf8)
     }
@@ -124,9 +131,7 @@ struct OrderLifecycleHTTPTests {
     @Test("a payment too late to move the order, for another sum than expected, is stale and still flags the order")
     func lateUnderpaymentFlags() async throws {
         let daemon = try await TestDaemon.start()
-        let put = try await daemon.send(.PUT, ops: "/api/v1/orders/unlimint/LC-9/expectation",
-                                        body: #"{"account":"default","amount":"10.00","currency":"USD"}"#)
-        #expect(put.status == 200, "\(put.text)")
+        try await Self.expect(daemon, "LC-9", amount: "10.00")
         // The refund comes first; the underpayment it refunds part of arrives after it.
         try await Self.unlimint(daemon, UnlimintRequests.refundBody(order: "LC-9", paymentID: "p9", refundID: "r9", amount: "3.00", remaining: "6.99"))
         try await Self.unlimint(daemon, UnlimintRequests.body(order: "LC-9", id: "p9", status: "COMPLETED", amount: "9.99"))
@@ -146,9 +151,7 @@ struct OrderLifecycleHTTPTests {
     @Test("a chargeback in another sum keeps the order's amount; its reversal for another sum than expected is a mismatch")
     func chargebackAgainstTheExpectation() async throws {
         let daemon = try await TestDaemon.start()
-        let put = try await daemon.send(.PUT, ops: "/api/v1/orders/unlimint/LC-6/expectation",
-                                        body: #"{"account":"default","amount":"10.00","currency":"USD"}"#)
-        #expect(put.status == 200, "\(put.text)")
+        try await Self.expect(daemon, "LC-6", amount: "10.00")
         try await Self.unlimint(daemon, UnlimintRequests.body(order: "LC-6", id: "p6", status: "COMPLETED", amount: "10.00"))
         try await Self.unlimint(daemon, UnlimintRequests.body(order: "LC-6", id: "p6", status: "CHARGED_BACK", amount: "5.00", currency: "EUR"))
         #expect(try daemon.orderState("LC-6") == "charged_back")

@@ -137,15 +137,24 @@ struct StoreFailureTests {
         print("full disk (\(kind)): \(acked.count) acknowledged and \(refused.count) refused while full; all 40 applied after")
     }
 
-    @Test("another connection holds the write lock for less than the busy timeout: the notification waits, then is applied and acknowledged")
-    func briefWriteLock() async throws {
-        let daemon = try await TestDaemon.start()
-        let release = try await holdStoreWriteLock(path: daemon.config.store.path, seconds: 1.5)
-        let body = UnlimintRequests.body(order: "LK-1", id: "1", status: "COMPLETED")
+    /// Posts an Unlimint payment for `order` while another connection holds the store's write
+    /// lock for `lockSeconds`; returns the answer and how long it took, once the lock is released.
+    static func paymentWhileLocked(
+        _ daemon: TestDaemon, order: String, lockSeconds: Double
+    ) async throws -> (answer: TestDaemon.Answer, waited: Duration) {
+        let release = try await holdStoreWriteLock(path: daemon.config.store.path, seconds: lockSeconds)
+        let body = UnlimintRequests.body(order: order, id: order, status: "COMPLETED")
         let started = ContinuousClock.now
         let answer = try await daemon.post("/ipn/unlimint", body: body, headers: UnlimintRequests.headers(for: body))
         let waited = ContinuousClock.now - started
         await release.value
+        return (answer, waited)
+    }
+
+    @Test("another connection holds the write lock for less than the busy timeout: the notification waits, then is applied and acknowledged")
+    func briefWriteLock() async throws {
+        let daemon = try await TestDaemon.start()
+        let (answer, waited) = try await Self.paymentWhileLocked(daemon, order: "LK-1", lockSeconds: 1.5)
         #expect(answer.status == 200 && answer.text == "OK", "\(answer.status) \(answer.text)")
         #expect(waited >= .milliseconds(1000), "answered after \(waited): the lock did not hold the writer")
         #expect(try daemon.verdicts(orderRef: "LK-1") == ["applied"])
@@ -157,12 +166,7 @@ struct StoreFailureTests {
         // request_timeout_seconds bounds a request's arrival (product.md section 2), not its
         // wait for the store: that ends in the acknowledgement, or in 503 at the busy timeout.
         let daemon = try await TestDaemon.start(serverYAML: "  request_timeout_seconds: 1")
-        let release = try await holdStoreWriteLock(path: daemon.config.store.path, seconds: 2.5)
-        let body = UnlimintRequests.body(order: "LK-2", id: "2", status: "COMPLETED")
-        let started = ContinuousClock.now
-        let answer = try await daemon.post("/ipn/unlimint", body: body, headers: UnlimintRequests.headers(for: body))
-        let waited = ContinuousClock.now - started
-        await release.value
+        let (answer, waited) = try await Self.paymentWhileLocked(daemon, order: "LK-2", lockSeconds: 2.5)
         #expect(answer.status == 200 && answer.text == "OK", "\(answer.status) \(answer.text)")
         #expect(waited >= .milliseconds(2000), "answered after \(waited): the lock did not hold the writer")
         #expect(try daemon.verdicts(orderRef: "LK-2") == ["applied"])
