@@ -154,10 +154,12 @@ struct Validator {
         var accountName = "default"
         if let value = node["account"] {
             accountName = try nonEmptyString(value, key: "\(keyPath).account")
-            guard accountName.utf8.count <= 64,
+            // "." and ".." are dot-segments: clients and proxies remove them from a URL's path
+            // (RFC 3986 section 5.2.4), so no request could reach such an account.
+            guard accountName.utf8.count <= 64, accountName != ".", accountName != "..",
                 accountName.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) })
             else {
-                throw ConfigError(key: "\(keyPath).account", "must be 1-64 letters, digits, '.', '_' or '-' (it is a URL path segment)")
+                throw ConfigError(key: "\(keyPath).account", "must be 1-64 letters, digits, '.', '_' or '-', and not '.' or '..' (it is a URL path segment)")
             }
         }
         if let allowIPs = node["allow_ips"] { _ = try networks(allowIPs, key: "\(keyPath).allow_ips") }

@@ -250,6 +250,12 @@ struct ConfigLoaderTests {
                   callback_secret: y
             """)?.key == "providers.unlimint[1].account")
         #expect(dir.error("providers:\n  unlimint:\n    - account: a/b\n      callback_secret: x\n")?.key == "providers.unlimint[0].account")
+        // Dot-segments: a client removes them from the path, so no request could name the account.
+        for name in [".", "..", "\"..\""] {
+            let error = dir.error("providers:\n  unlimint:\n    - account: \(name)\n      callback_secret: x\n")
+            #expect(error?.key == "providers.unlimint[0].account", "\(name)")
+        }
+        #expect(dir.error("providers:\n  unlimint:\n    - account: ..a\n      callback_secret: x\n") == nil)
     }
 
     @Test("secrets from files: relative to CREDENTIALS_DIRECTORY when set, trailing newline dropped, lists rotate")
