@@ -316,6 +316,20 @@ struct InboxTests {
         let pending = try await store.inbox.setExpectation(provider: "test", account: "default", orderRef: "O2",
                                                            amount: Money(minor: 1234, currency: "USD"))
         #expect(pending.mismatch == nil)
+        // Paid by a notification that stated no amount: registered first, the expectation would
+        // have made it a mismatch, so it flags the order now.
+        _ = try await store.inbox.record(.verified(request(), notification("bare", .transition(.paid), order: "O3", amount: nil)))
+        let bare = try await store.inbox.setExpectation(provider: "test", account: "default", orderRef: "O3",
+                                                        amount: Money(minor: 1234, currency: "USD"))
+        #expect(bare.mismatch == "order is paid with no amount stated, not the expected 12.34 USD")
+        #expect(try await store.order("O3")?.order.flags == ["amount_mismatch"])
+        // A refund first: the payment has not been seen, and is checked when it comes.
+        _ = try await store.inbox.record(.verified(request(), notification(
+            "refund", .refund(RefundInfo(refundID: "R1", amount: Money(minor: 300, currency: "USD"))), order: "O4", kind: .refund)))
+        let refunded = try await store.inbox.setExpectation(provider: "test", account: "default", orderRef: "O4",
+                                                            amount: Money(minor: 1234, currency: "USD"))
+        #expect(refunded.mismatch == nil)
+        #expect(try await store.order("O4")?.order.flags == [])
     }
 
     @Test("rejected requests are stored with their reason and never applied", arguments: commitPaths)
