@@ -152,13 +152,11 @@ struct ExpectOrder: AsyncParsableCommand {
     func validate() throws {
         do throws(QueryParameterError) {
             _ = try QueryParameters.provider(provider)
+            _ = try QueryParameters.orderReference(orderRef)
         } catch {
             throw ValidationError(error.message)
         }
         _ = try money()
-        guard !orderRef.isEmpty, orderRef.utf8.count <= 256 else {
-            throw ValidationError("ORDER_REF must be 1 to 256 bytes")
-        }
     }
 
     func run() async throws {

@@ -59,8 +59,8 @@ struct HostileInputTests {
         #expect((try? provider.verifyRequest(request(body(fine)))) != nil)
     }
 
-    @Test("an identifier with a NUL, a line break or DEL is malformed_body, however it was encoded",
-          arguments: [#"A\u0000B"#, #"A\nB"#, #"A\u007fB"#, #"A\u001bB"#])
+    @Test("an identifier with a NUL, a line break, DEL or a C1 control is malformed_body, however it was encoded",
+          arguments: [#"A\u0000B"#, #"A\nB"#, #"A\u007fB"#, #"A\u001bB"#, #"A\u009bB"#, "A\u{85}B", #"A\u2028B"#])
     func controlCharacters(order: String) throws {
         let body = Array(#"{"merchant_order":{"id":"\#(order)"},"payment_data":{"id":"P","status":"COMPLETED","amount":1,"currency":"USD"}}"#.utf8)
         let request = RawRequest(target: "/ipn/unlimint", headers: [("Signature", Unlimint.signature(body: body, secret: "s"))], body: body)
@@ -74,6 +74,18 @@ struct HostileInputTests {
         #expect(throws: Rejection(.malformedBody, "order reference contains a control character")) {
             try IPay88(merchantCode: "M", merchantKeys: ["k"]).verifyRequest(ipay)
         }
+    }
+
+    @Test("an event id with a NUL or a line break is malformed_body: it is the dedup key, and would be shown cut short",
+          arguments: [#"evt_1\u0000X"#, #"evt_1\u0000"#, #"evt\n1"#])
+    func controlCharacterInDedupKey(eventID: String) throws {
+        let body = Array((#"{"id":"\#(eventID)","event_name":"ORDER_SUCCEEDED","content":{"order":{"order_id":"ORD-9","#
+            + #""status":"CHARGED","amount":600,"currency":"INR"}}}"#).utf8)
+        let request = RawRequest(target: "/ipn/juspay", headers: [("Authorization", "Basic " + Data("u:p".utf8).base64EncodedString())],
+                                 body: body)
+        let juspay = Juspay(usernames: ["u"], passwords: ["p"])
+        #expect((try? juspay.verify(request)) != nil)  // the provider's own parse takes it
+        #expect(throws: Rejection(.malformedBody, "dedup key contains a control character")) { try juspay.verifyRequest(request) }
     }
 
     @Test("Content-Type twice is repeated_header for every provider, before anything else is believed")

@@ -368,9 +368,20 @@ struct OpsAPITests {
             #expect(answer.status == status, "\(body): \(answer.text)")
             #expect(try parseJSONObject(answer.text).string("error") != nil)
         }
-        #expect(try await daemon.send(.PUT, ops: "/api/v1/orders/paypal/E-3/expectation",
-                                      body: #"{"amount":"1.00","currency":"USD"}"#).status == 404)
+        let paypal = try await daemon.send(.PUT, ops: "/api/v1/orders/paypal/E-3/expectation",
+                                           body: #"{"amount":"1.00","currency":"USD"}"#)
+        #expect(paypal.status == 404)
+        #expect(try parseJSONObject(paypal.text).string("error")?.hasPrefix(#"provider "paypal" is not one of"#) == true, "\(paypal.text)")
         #expect(try daemon.orderState("E-3") == nil)
+        // An order reference no notification could carry: 400, nothing stored (a NUL used to
+        // leave an order that no lookup could find, answered 503).
+        for ref in ["E%00x", "E%1B%5B2J", "E%0D%0Ax", "E%C2%9Bx", String(repeating: "R", count: 257)] {
+            let answer = try await daemon.send(.PUT, ops: "/api/v1/orders/unlimint/\(ref)/expectation",
+                                               body: #"{"amount":"1.00","currency":"USD"}"#)
+            #expect(answer.status == 400, "\(ref): \(answer.text)")
+            #expect(try parseJSONObject(answer.text).string("error")?.contains("no control characters") == true)
+        }
+        #expect(try daemon.count("SELECT COUNT(*) FROM orders") == 2)  // E-1 and E-2
         try await daemon.stop()
     }
 }

@@ -178,6 +178,9 @@ struct QueryCommandTests {
             ["orders", "show", "unlimint", "Q-1", "--format", "csv"], ["orders", "show", "paypal", "Q-1"],
             ["notifications", "list", "--verdict", "maybe"], ["orders", "expect", "unlimint", "Q-9", "--amount", "1.234", "--currency", "USD"],
             ["orders", "expect", "unlimint", "Q-9", "--amount", "1.00"],
+            // An order reference no notification could carry (an escape sequence, a line break).
+            ["orders", "expect", "unlimint", "Q\u{1B}[2J", "--amount", "1.00", "--currency", "USD"],
+            ["orders", "expect", "unlimint", "Q\r9", "--amount", "1.00", "--currency", "USD"],
         ] {
             let result = try await ipnd(arguments + ["--config", config])
             #expect(result.status == 64, "\(arguments): \(result.stderr)")

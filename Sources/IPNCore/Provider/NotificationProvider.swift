@@ -73,20 +73,48 @@ public enum NotificationLimits {
         ]
         if case .refund(let info) = notification.effect { identifiers.append(("refund id", info.refundID)) }
         for case let (name, value?) in identifiers {
-            guard value.utf8.count <= maxIdentifierBytes else {
-                throw Rejection(.fieldTooLong, "\(name) is \(value.utf8.count) bytes, more than \(maxIdentifierBytes)")
-            }
-            // A NUL or line break in an order reference (JSON "\u0000", form "%00") would be
-            // stored, but cut short or split wherever the reference is shown or logged.
-            guard !value.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+            switch identifierProblem(value) {
+            case .tooLong(let bytes)?:
+                throw Rejection(.fieldTooLong, "\(name) is \(bytes) bytes, more than \(maxIdentifierBytes)")
+            case .controlCharacter?:
                 throw Rejection(.malformedBody, "\(name) contains a control character")
+            case nil:
+                break
             }
         }
         guard notification.dedupKey.utf8.count <= maxDedupKeyBytes else {
             throw Rejection(.fieldTooLong, "dedup key is \(notification.dedupKey.utf8.count) bytes, more than \(maxDedupKeyBytes)")
         }
+        // The key may hold identifiers checked nowhere else (Juspay's event id, CHOP's notify_id).
+        // Two keys differing only after a NUL would be shown as the same key.
+        guard !containsControlCharacter(notification.dedupKey) else {
+            throw Rejection(.malformedBody, "dedup key contains a control character")
+        }
         for (key, value) in notification.detail where value.utf8.count > maxDetailValueBytes {
             throw Rejection(.fieldTooLong, "\(key) is \(value.utf8.count) bytes, more than \(maxDetailValueBytes)")
+        }
+    }
+
+    /// What keeps `value` from being an identifier ipnd stores, indexes and shows: an order
+    /// reference an operator registers an expectation for is held to the same rules.
+    public static func identifierProblem(_ value: String) -> IdentifierProblem? {
+        if value.utf8.count > maxIdentifierBytes { return .tooLong(bytes: value.utf8.count) }
+        // A NUL or line break in an order reference (JSON "\u0000", form "%00") would be
+        // stored, but cut short or split wherever the reference is shown or logged, and an
+        // escape sequence would reach the operator's terminal.
+        if containsControlCharacter(value) { return .controlCharacter }
+        return nil
+    }
+
+    public enum IdentifierProblem: Equatable, Sendable {
+        case tooLong(bytes: Int)
+        case controlCharacter
+    }
+
+    /// C0, DEL and C1 controls, and the Unicode line and paragraph separators.
+    private static func containsControlCharacter(_ value: String) -> Bool {
+        value.unicodeScalars.contains {
+            $0.value < 0x20 || (0x7F...0x9F).contains($0.value) || $0.value == 0x2028 || $0.value == 0x2029
         }
     }
 }

@@ -122,11 +122,18 @@ struct OpsAPI: Sendable {
         } catch {
             return .json(400, RecordJSON.error(error.message))
         }
+        do throws(QueryParameterError) {
+            _ = try QueryParameters.provider(provider)
+        } catch {
+            return .json(404, RecordJSON.error(error.message))
+        }
         guard config.account(provider: provider, name: expectation.account) != nil else {
             return .json(404, RecordJSON.error("no account \"\(expectation.account.prefix(128))\" for provider \"\(provider.prefix(32))\" in the config"))
         }
-        guard !orderRef.isEmpty, orderRef.utf8.count <= 256 else {
-            return .json(400, RecordJSON.error("order_ref must be 1 to 256 bytes"))
+        do throws(QueryParameterError) {
+            _ = try QueryParameters.orderReference(orderRef)
+        } catch {
+            return .json(400, RecordJSON.error(error.message))
         }
         let account = expectation.account
         return await answer {

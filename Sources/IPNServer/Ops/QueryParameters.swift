@@ -50,6 +50,16 @@ public enum QueryParameters {
         return limit
     }
 
+    /// An order reference an expectation can be registered for: one a notification could carry
+    /// (`NotificationLimits`), so the order can be paid, looked up and shown as typed.
+    public static func orderReference(_ text: String) throws(QueryParameterError) -> String {
+        guard !text.isEmpty, NotificationLimits.identifierProblem(text) == nil else {
+            throw QueryParameterError(
+                "the order reference must be 1 to \(NotificationLimits.maxIdentifierBytes) bytes, with no control characters")
+        }
+        return text
+    }
+
     private static var providerNames: String {
         ProviderRegistry.all.map { $0.name }.joined(separator: ", ")
     }
