@@ -211,6 +211,12 @@ struct OpsAPITests {
         #expect(first.string("raw_body_base64").flatMap { Data(base64Encoded: $0) } == Data(request.body))
         let headers = try #require(first["raw_headers"] as? [[String]])
         #expect(headers.contains(["signature", request.headers.first { $0.name == "Signature" }?.value ?? "?"]))
+        // A mistyped include is refused, not answered without the bodies.
+        for path in ["/api/v1/orders/unlimint/S-1?include=RAW", "/api/v1/notifications?include=raw,body"] {
+            let refused = try await daemon.api(path)
+            #expect(refused.status == 400, "\(path)")
+            #expect(try parseJSONObject(refused.text).string("error")?.contains("is not one of: raw") == true, "\(refused.text)")
+        }
 
         let missing = try await daemon.api("/api/v1/orders/unlimint/NOPE")
         #expect(missing.status == 404)

@@ -63,6 +63,7 @@ struct OpsAPI: Sendable {
     func listNotifications(_ request: Request) async -> Response {
         let query = request.uri.queryParameters
         var filter = NotificationFilter()
+        let includeRaw: Bool
         do throws(QueryParameterError) {
             filter.provider = try query.nonEmpty("provider").map(QueryParameters.provider)
             filter.account = query.nonEmpty("account")
@@ -74,10 +75,10 @@ struct OpsAPI: Sendable {
             filter.beforeID = try query.nonEmpty("cursor").map { text throws(QueryParameterError) in
                 try ListCursor.decode(text, list: .notifications)
             }
+            includeRaw = try query.includesRaw()
         } catch {
             return .json(400, RecordJSON.error(error.message))
         }
-        let includeRaw = query.includesRaw
         let pageSize = filter.limit
         filter.limit = pageSize + 1
         let chosen = filter
@@ -91,7 +92,12 @@ struct OpsAPI: Sendable {
     func showOrder(_ request: Request, provider: String, orderRef: String) async -> Response {
         let query = request.uri.queryParameters
         let account = query.nonEmpty("account") ?? "default"
-        let includeRaw = query.includesRaw
+        let includeRaw: Bool
+        do throws(QueryParameterError) {
+            includeRaw = try query.includesRaw()
+        } catch {
+            return .json(400, RecordJSON.error(error.message))
+        }
         return await answer {
             let detail = try await store.read { db in
                 try Queries.order(db, provider: provider, account: account, orderRef: orderRef, includeRaw: includeRaw)
@@ -213,9 +219,19 @@ extension FlatDictionary<Substring, Substring> {
         return String(value)
     }
 
-    /// `include=raw` (or a comma-separated list naming `raw`).
-    var includesRaw: Bool {
-        self[values: "include"].contains { $0.split(separator: ",").contains("raw") }
+    /// `include=raw` (or a comma-separated list naming `raw`); any other value is refused, so a
+    /// mistyped `include=RAW` is not answered without the bodies asked for.
+    func includesRaw() throws(QueryParameterError) -> Bool {
+        var raw = false
+        for value in self[values: "include"] {
+            for item in value.split(separator: ",") {
+                guard item == "raw" else {
+                    throw QueryParameterError("include \"\(item.prefix(64))\" is not one of: raw")
+                }
+                raw = true
+            }
+        }
+        return raw
     }
 }
 
