@@ -231,6 +231,25 @@ struct IPay88Tests {
         #expect(other.dedupKey == "T2|1")
     }
 
+    @Test("a field ipnd does not read may be in Latin-1; a field it reads must be UTF-8")
+    func latin1InUnusedFields() throws {
+        let fields = Self.fields()
+        let signature = IPay88.signature(fields, merchantKey: "k", algorithm: .sha256)
+        let account = IPay88(merchantCode: "M1", merchantKeys: ["k"])
+        let signed = FormBody.encode(pairs(fields, signature: signature, extra: [("TransId", "T1")]))
+        let contentType = [("Content-Type", "application/x-www-form-urlencoded; charset=ISO-8859-1")]
+        // "Peña" as a Latin-1 card holder's name.
+        let latin1Name = RawRequest(target: "/ipn/ipay88", headers: contentType, body: signed + Array("&CCName=Pe%F1a".utf8))
+        let notification = try account.verify(latin1Name)
+        #expect(notification.orderRef == "ORD-1")
+        #expect(notification.dedupKey == "T1|1")
+        // In a field the notification is read from, the byte is still malformed_body.
+        let latin1TransID = RawRequest(target: "/ipn/ipay88", headers: contentType,
+                                       body: FormBody.encode(pairs(fields, signature: signature)) + Array("&TransId=T%F1".utf8))
+        #expect(rejection(account, latin1TransID)
+            == Rejection(.malformedBody, #"form field "TransId" is not valid UTF-8"#))
+    }
+
     @Test("a genuine signature replayed with the Amount written another way (1.00 as 100) is refused")
     func amountLayoutReplay() throws {
         let genuine = Self.fields(amount: "1.00")
@@ -351,8 +370,8 @@ struct IPay88Tests {
         )
         let request = try account.simulatedRequest(spec)
         let form = try FormBody.parse(request.body)
-        #expect(form["Amount"] == "1278.99")
-        #expect(form["MerchantCode"] == "M00003")
+        #expect(try form.value("Amount") == "1278.99")
+        #expect(try form.value("MerchantCode") == "M00003")
         let notification = try account.verify(request)
         #expect(notification.orderRef == spec.orderRef)
         #expect(notification.amount == spec.amount)

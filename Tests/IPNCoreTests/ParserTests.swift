@@ -1,5 +1,5 @@
 import Foundation
-import IPNCore
+@testable import IPNCore
 import Testing
 
 @Suite("Strict JSON parser")
@@ -66,19 +66,19 @@ struct FormBodyTests {
     @Test("decodes percent-escapes in either case and + as space")
     func decodes() throws {
         let form = try FormBody.parse(Array("a=1%2B1&b=x+y&c=%e2%82%AC&d=&e".utf8))
-        #expect(form["a"] == "1+1")
-        #expect(form["b"] == "x y")
-        #expect(form["c"] == "€")
-        #expect(form["d"] == "")
-        #expect(form["e"] == "")
-        #expect(form["A"] == nil)
+        #expect(try form.value("a") == "1+1")
+        #expect(try form.value("b") == "x y")
+        #expect(try form.value("c") == "€")
+        #expect(try form.value("d") == "")
+        #expect(try form.value("e") == "")
+        #expect(try form.value("A") == nil)
     }
 
     @Test("case-insensitive names when asked")
     func caseInsensitive() throws {
         let form = try FormBody.parse(Array("merchantcode=M1&REFNO=R".utf8), caseInsensitiveNames: true)
-        #expect(form["MerchantCode"] == "M1")
-        #expect(form["RefNo"] == "R")
+        #expect(try form.value("MerchantCode") == "M1")
+        #expect(try form.value("RefNo") == "R")
     }
 
     @Test("refuses malformed escapes, invalid UTF-8 and repeated names", arguments: [
@@ -88,11 +88,25 @@ struct FormBodyTests {
         #expect(throws: FormError.self) { try FormBody.parse(Array(text.utf8)) }
     }
 
+    @Test("undecodable values kept on request: the form parses, and reading such a field is refused")
+    func keptUndecodableValues() throws {
+        let bytes = Array("a=1&Name=Pe%F1a&b=2".utf8)
+        #expect(throws: FormError(message: #"form field "Name" is not valid UTF-8"#)) { try FormBody.parse(bytes) }
+        let form = try FormBody.parse(bytes, caseInsensitiveNames: true, undecodableValues: .keep)
+        #expect(try form.value("a") == "1")
+        #expect(try form.value("B") == "2")
+        #expect(form.undecodable == ["Name"])
+        #expect(throws: FormError(message: #"form field "Name" is not valid UTF-8"#)) { try form.value("name") }
+        // Names are still refused when they are not UTF-8, and escapes when malformed.
+        #expect(throws: FormError.self) { try FormBody.parse(Array("N%F1=1".utf8), undecodableValues: .keep) }
+        #expect(throws: FormError.self) { try FormBody.parse(Array("a=%G1".utf8), undecodableValues: .keep) }
+    }
+
     @Test("raw bytes beyond ASCII are kept when they are UTF-8 and refused when they are not")
     func rawNonASCII() throws {
         let form = try FormBody.parse(Array("c=€&n=Zoë".utf8))
-        #expect(form["c"] == "€")
-        #expect(form["n"] == "Zoë")
+        #expect(try form.value("c") == "€")
+        #expect(try form.value("n") == "Zoë")
         for bytes: [UInt8] in [[0x61, 0x3D, 0xFF], [0x61, 0x3D, 0xC3, 0x28], [0xE2, 0x82, 0x3D, 0x31], [0x61, 0x3D, 0xF0, 0x90, 0x80]] {
             #expect(throws: FormError.self) { try FormBody.parse(bytes) }
         }

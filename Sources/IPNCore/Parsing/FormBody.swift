@@ -3,15 +3,30 @@ public struct FormBody: Sendable, Equatable {
     public let fields: [(name: String, value: String)]
     /// Whether names were matched ignoring ASCII case (iPay88).
     public let caseInsensitiveNames: Bool
+    /// Fields whose value was not UTF-8 (parsed with `undecodableValues: .keep`): kept with
+    /// U+FFFD in place of the bad bytes, and refused by `value(_:)`.
+    public let undecodable: [String]
 
     public static func == (lhs: FormBody, rhs: FormBody) -> Bool {
-        lhs.fields.elementsEqual(rhs.fields) { $0.name == $1.name && $0.value == $1.value }
+        lhs.fields.elementsEqual(rhs.fields) { $0.name == $1.name && $0.value == $1.value } && lhs.undecodable == rhs.undecodable
+    }
+
+    /// What to do with a value that is not UTF-8.
+    public enum UndecodableValues: Sendable {
+        /// The form is refused.
+        case refuse
+        /// The field is kept, and only refused when it is read with `value(_:)`: a provider
+        /// posting a card holder's name in Latin-1 is still heard for the fields it signed.
+        case keep
     }
 
     /// Parses a form body. `+` is a space; `%XX` takes either hex case. Malformed escapes,
     /// invalid UTF-8 and repeated field names are errors: a signed form must be unambiguous.
-    public static func parse(_ bytes: [UInt8], caseInsensitiveNames: Bool = false) throws(FormError) -> FormBody {
+    public static func parse(
+        _ bytes: [UInt8], caseInsensitiveNames: Bool = false, undecodableValues: UndecodableValues = .refuse
+    ) throws(FormError) -> FormBody {
         var fields: [(name: String, value: String)] = []
+        var undecodable: [String] = []
         fields.reserveCapacity(16)
         var seen = Set<String>()  // only for large forms; small ones are scanned
         var pairStart = bytes.startIndex
@@ -24,14 +39,23 @@ public struct FormBody: Sendable, Equatable {
             let rawName = equals.map { pair[pair.startIndex..<$0] } ?? pair[...]
             let rawValue = equals.map { pair[pair.index(after: $0)...] } ?? []
             let name = try decodeComponent(rawName)
-            let value = try decodeComponent(rawValue)
             guard !name.isEmpty else { throw FormError(message: "form field with an empty name") }
+            let value: String
+            switch (try percentDecode(rawValue), undecodableValues) {
+            case (.text(let text), _):
+                value = text
+            case (.bytes(let bytes), .keep):
+                value = String(decoding: bytes, as: UTF8.self)
+                undecodable.append(name)
+            case (.bytes, .refuse):
+                throw FormError(message: "form field \"\(name.prefix(64))\" is not valid UTF-8")
+            }
             if isRepeated(name, in: fields, caseInsensitive: caseInsensitiveNames, seen: &seen) {
                 throw FormError(message: "form field \"\(name.prefix(64))\" appears more than once")
             }
             fields.append((name, value))
         }
-        return FormBody(fields: fields, caseInsensitiveNames: caseInsensitiveNames)
+        return FormBody(fields: fields, caseInsensitiveNames: caseInsensitiveNames, undecodable: undecodable)
     }
 
     /// Whether `name` is already a field. Small forms (all real notifications) are scanned;
@@ -47,12 +71,15 @@ public struct FormBody: Sendable, Equatable {
         return !seen.insert(identity(name)).inserted
     }
 
-    /// The value of field `name`, matched as this body was parsed (case-insensitively or exactly).
-    public subscript(name: String) -> String? {
-        if caseInsensitiveNames {
-            return fields.first { $0.name.caseInsensitiveEquals(name) }?.value
+    /// The value of field `name`, matched as this body was parsed (case-insensitively or exactly);
+    /// a value kept although it is not UTF-8 is refused.
+    public func value(_ name: String) throws(FormError) -> String? {
+        let matches = { (field: String) in self.caseInsensitiveNames ? field.caseInsensitiveEquals(name) : field == name }
+        guard let field = fields.first(where: { matches($0.name) }) else { return nil }
+        if !undecodable.isEmpty, undecodable.contains(where: matches) {
+            throw FormError(message: "form field \"\(field.name.prefix(64))\" is not valid UTF-8")
         }
-        return fields.first { $0.name == name }?.value
+        return field.value
     }
 
     /// Percent-decodes one component (`+` as space), validating escapes and UTF-8.
@@ -62,11 +89,24 @@ public struct FormBody: Sendable, Equatable {
 
     /// Percent-decodes one component (`+` as space), validating escapes and UTF-8.
     public static func decodeComponent(_ raw: ArraySlice<UInt8>) throws(FormError) -> String {
+        guard case .text(let text) = try percentDecode(raw) else {
+            throw FormError(message: "form field is not valid UTF-8")
+        }
+        return text
+    }
+
+    private enum Decoded {
+        case text(String)
+        /// Not UTF-8.
+        case bytes([UInt8])
+    }
+
+    private static func percentDecode(_ raw: ArraySlice<UInt8>) throws(FormError) -> Decoded {
         // Most components (ids, amounts, codes) are plain ASCII without escapes: such bytes are
         // valid UTF-8 as they are, so they need no copy and no validation (String(validating:)
         // is not specialised here and cost ~1,000 instructions a component).
         if !raw.contains(where: { $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: "+") || $0 >= 0x80 }) {
-            return String(decoding: raw, as: UTF8.self)
+            return .text(String(decoding: raw, as: UTF8.self))
         }
         var out = [UInt8]()
         out.reserveCapacity(raw.count)
@@ -84,10 +124,8 @@ public struct FormBody: Sendable, Equatable {
             out.append(byte == UInt8(ascii: "+") ? UInt8(ascii: " ") : byte)
             index += 1
         }
-        guard let string = String(validating: out, as: UTF8.self) else {
-            throw FormError(message: "form field is not valid UTF-8")
-        }
-        return string
+        guard let string = String(validating: out, as: UTF8.self) else { return .bytes(out) }
+        return .text(string)
     }
 
     /// Encodes fields as a form body (the inverse of `parse`, used by signers).

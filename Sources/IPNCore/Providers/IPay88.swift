@@ -159,7 +159,9 @@ public struct IPay88: NotificationProvider {
         }
         let form: FormBody
         do {
-            form = try FormBody.parse(request.body, caseInsensitiveNames: true)
+            // Fields ipnd does not read (a card holder's name, a remark) may come in another
+            // charset than UTF-8; they are kept in the raw body and do not cost the payment.
+            form = try FormBody.parse(request.body, caseInsensitiveNames: true, undecodableValues: .keep)
         } catch {
             throw Rejection(.malformedBody, error.description)
         }
@@ -244,23 +246,30 @@ struct IPay88Post {
     let transID: String
 
     init(_ form: FormBody) throws(Rejection) {
+        func optional(_ name: String) throws(Rejection) -> String? {
+            do {
+                return try form.value(name)
+            } catch {
+                throw Rejection(.malformedBody, error.description)
+            }
+        }
         func required(_ name: String) throws(Rejection) -> String {
-            guard let value = form[name], !value.isEmpty else { throw Rejection(.missingField, "\(name) is missing or empty") }
+            guard let value = try optional(name), !value.isEmpty else { throw Rejection(.missingField, "\(name) is missing or empty") }
             return value
         }
-        guard let signature = form["Signature"], !signature.isEmpty else {
+        guard let signature = try optional("Signature"), !signature.isEmpty else {
             throw Rejection(.badSignature, "Signature is missing: the post is not signed")
         }
         signed = IPay88.SignedFields(
             merchantCode: try required("MerchantCode"),
-            paymentID: form["PaymentId"] ?? "",
+            paymentID: try optional("PaymentId") ?? "",
             refNo: try required("RefNo"),
             amount: try required("Amount"),
             currency: try required("Currency"),
             status: try required("Status")
         )
         self.signature = signature
-        transID = form["TransId"] ?? ""
+        transID = try optional("TransId") ?? ""
     }
 
     /// What the verified post means for its order.
