@@ -380,6 +380,42 @@ struct OrderStateMachineTests {
         }
     }
 
+    @Test("more refunded than paid flags the order once, by whichever notification makes it so, in every order")
+    func overRefund() {
+        let paid = VerifiedNotification(kind: .payment, orderRef: "O1", providerTxnID: "P1", dedupKey: "paid", providerStatus: "S",
+                                        effect: .transition(.paid), amount: Self.usd(1000))
+        func refund(_ id: String, _ minor: Int64) -> VerifiedNotification {
+            VerifiedNotification(kind: .refund, orderRef: "O1", providerTxnID: id, dedupKey: id, providerStatus: "S",
+                                 effect: .refund(RefundInfo(refundID: id, amount: Self.usd(minor))), amount: Self.usd(minor))
+        }
+        for permutation in permutations(of: [paid, refund("R1", 700), refund("R2", 800)]) {
+            var snapshot: OrderSnapshot?
+            var refunds: [String: Int64] = [:]
+            var flaggedBy: [String] = []
+            for notification in permutation {
+                let decision = OrderStateMachine.decide(
+                    order: snapshot, notification: notification, refundsRecordedMinor: refunds.values.reduce(0, +))
+                if decision.flag == .amountMismatch {
+                    flaggedBy.append(notification.dedupKey)
+                    #expect(decision.explanation?.contains("15.00 USD refunded, more than the order's 10.00 USD") == true,
+                            "\(String(describing: decision.explanation))")
+                }
+                snapshot = Self.applying(decision, to: snapshot)
+                if case .refund(let info) = notification.effect, let id = info.refundID, let amount = info.amount {
+                    refunds[id] = amount.minor
+                }
+            }
+            let order = permutation.map(\.dedupKey)
+            #expect(flaggedBy == [order[2]], "\(order)")  // the last one, whichever it is
+            #expect(snapshot?.state == .refunded, "\(order)")
+            #expect(snapshot?.refundedMinor == 1500, "\(order)")
+        }
+        // Exactly the amount, or a refund short of it, flags nothing.
+        let exact = OrderStateMachine.decide(order: order(.paid, amount: Self.usd(1000)), notification: refund("R1", 1000))
+        #expect(exact.flag == nil)
+        #expect(exact.newState == .refunded)
+    }
+
     @Test("a late payment tells an amount the order lacked; its refunds may then cover it")
     func latePaymentAmount() {
         let paid = note(.transition(.paid), amount: Self.usd(1000))

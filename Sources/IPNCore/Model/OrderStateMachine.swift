@@ -66,6 +66,32 @@ public enum OrderStateMachine {
         refundAlreadyCounted: Bool = false,
         refundsRecordedMinor: Int64? = nil
     ) -> Decision {
+        let decision = decideEffect(
+            order: order, notification: notification, refundAlreadyCounted: refundAlreadyCounted,
+            refundsRecordedMinor: refundsRecordedMinor)
+        return flaggingOverRefund(decision, order: order)
+    }
+
+    /// More refunded than the order's amount is something people must look at, whichever came
+    /// last, the refunds or the amount: the notification that makes it so flags the order.
+    private static func flaggingOverRefund(_ decision: Decision, order: OrderSnapshot?) -> Decision {
+        guard decision.flag == nil, let amount = decision.orderAmount ?? order?.amount else { return decision }
+        let refunded = decision.refundedMinor ?? order?.refundedMinor ?? 0
+        guard refunded > amount.minor else { return decision }
+        if let order, let before = order.amount, order.refundedMinor > before.minor { return decision }  // flagged already
+        var flagged = decision
+        flagged.flag = .amountMismatch
+        let note = "\(Money(minor: refunded, currency: amount.currency)) refunded, more than the order's \(amount)"
+        flagged.explanation = decision.explanation.map { "\($0); \(note)" } ?? note
+        return flagged
+    }
+
+    private static func decideEffect(
+        order: OrderSnapshot?,
+        notification: VerifiedNotification,
+        refundAlreadyCounted: Bool,
+        refundsRecordedMinor: Int64?
+    ) -> Decision {
         switch notification.effect {
         case .unknownStatus:
             return Decision(verdict: .unknownStatus, explanation: "status \(notification.providerStatus) has no mapping")
