@@ -76,6 +76,17 @@ struct HostileInputTests {
         }
     }
 
+    @Test("control characters are C0, DEL, C1, U+2028 and U+2029; their neighbours are fine")
+    func controlCharacterBoundaries() {
+        for bad in ["\u{0}", "\u{1F}", "\u{7F}", "\u{80}", "\u{85}", "\u{9F}", "\u{2028}", "\u{2029}", "ok\u{9F}", "é\u{2028}"] {
+            #expect(NotificationLimits.identifierProblem("A\(bad)B") == .controlCharacter, "\(bad.unicodeScalars.map(\.value))")
+        }
+        for fine in [" ", "~", "\u{A0}", "é", "\u{FF}", "\u{100}", "€", "\u{2027}", "\u{202A}", "\u{2080}", "😀", "ORD-1/2 x"] {
+            #expect(NotificationLimits.identifierProblem("A\(fine)B") == nil, "\(fine.unicodeScalars.map(\.value))")
+        }
+        #expect(NotificationLimits.identifierProblem(String(repeating: "é", count: 129)) == .tooLong(bytes: 258))
+    }
+
     @Test("an event id with a NUL or a line break is malformed_body: it is the dedup key, and would be shown cut short",
           arguments: [#"evt_1\u0000X"#, #"evt_1\u0000"#, #"evt\n1"#])
     func controlCharacterInDedupKey(eventID: String) throws {

@@ -111,11 +111,19 @@ public enum NotificationLimits {
         case controlCharacter
     }
 
-    /// C0, DEL and C1 controls, and the Unicode line and paragraph separators.
+    /// C0, DEL and C1 controls, and the Unicode line and paragraph separators. Read as UTF-8
+    /// bytes (every notification's identifiers pass here): C1 is C2 80-9F, U+2028/9 E2 80 A8/9.
     private static func containsControlCharacter(_ value: String) -> Bool {
-        value.unicodeScalars.contains {
-            $0.value < 0x20 || (0x7F...0x9F).contains($0.value) || $0.value == 0x2028 || $0.value == 0x2029
+        var previous: UInt8 = 0
+        var beforePrevious: UInt8 = 0
+        for byte in value.utf8 {
+            if byte < 0x20 || byte == 0x7F { return true }
+            if previous == 0xC2, byte >= 0x80, byte <= 0x9F { return true }
+            if beforePrevious == 0xE2, previous == 0x80, byte == 0xA8 || byte == 0xA9 { return true }
+            beforePrevious = previous
+            previous = byte
         }
+        return false
     }
 }
 
