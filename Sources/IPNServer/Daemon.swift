@@ -144,11 +144,15 @@ public final class Daemon: Sendable {
             try await group.run()
         } catch {
             await inbox.shutdown()
-            try? store.close()
+            _ = try? store.close()
             throw error
         }
         await inbox.shutdown()
-        try store.close()
+        if let checkpointFailure = try store.close() {
+            // Not a failed stop: every acknowledged notification is committed in the WAL.
+            logger.warning("store closed without its final checkpoint; what was committed stays in the WAL, read at the next start",
+                           metadata: ["store": "\(store.path)", "error": "\(checkpointFailure)"])
+        }
         logger.info("stopped", metadata: ["store": "\(store.path)"])
     }
 

@@ -49,16 +49,25 @@ public final class Store: Sendable {
         }
     }
 
-    /// Checkpoints the WAL into the main file and closes all connections.
-    public func close() throws(StoreError) {
+    /// Checkpoints the WAL into the main file and closes all connections. A checkpoint that
+    /// cannot run (another process holds the lock, the disk is full) loses nothing: what was
+    /// committed stays in the WAL, which the next open reads. It is returned for the log.
+    @discardableResult
+    public func close() throws(StoreError) -> StoreError? {
+        var checkpointFailure: StoreError?
         do {
             try pool.writeWithoutTransaction { db in
                 _ = try db.checkpoint(.truncate)
             }
+        } catch {
+            checkpointFailure = StoreError(error, doing: "checkpoint the WAL before closing")
+        }
+        do {
             try pool.close()
         } catch {
             throw StoreError(error, doing: "close")
         }
+        return checkpointFailure
     }
 }
 

@@ -151,6 +151,20 @@ struct StoreFailureTests {
         return (answer, waited)
     }
 
+    @Test("stopped while another process holds the write lock: a clean stop with a warning, nothing committed lost")
+    func stopUnderForeignLock() async throws {
+        let daemon = try await TestDaemon.start()
+        try await daemon.deliver("unlimint", order: "SL-1", status: "COMPLETED")
+        // Held past the store's 5 s busy timeout, so the final checkpoint cannot run.
+        let release = try await holdStoreWriteLock(path: daemon.config.store.path, seconds: 6.5)
+        try await daemon.stop()  // used to throw "cannot close: database is locked", and serve exited 1
+        #expect(daemon.logs.captured.contains { $0.contains("level=warning") && $0.contains("without its final checkpoint") },
+                "\(daemon.logs.captured.suffix(5))")
+        #expect(daemon.logs.captured.contains { $0.contains("msg=stopped") })
+        await release.value
+        #expect(try daemon.orderState("SL-1") == "paid")
+    }
+
     @Test("another connection holds the write lock for less than the busy timeout: the notification waits, then is applied and acknowledged")
     func briefWriteLock() async throws {
         let daemon = try await TestDaemon.start()
