@@ -190,6 +190,15 @@ struct HTTPContractTests {
         let detail = try daemon.query { db in try String.fetchOne(db, sql: "SELECT reason_detail FROM notifications") }
         #expect(detail == "the body ended after \(body.count) bytes of \(body.count + 10) declared")
         #expect(try daemon.orderState("D-1") == nil)
+        // The log says what went on the wire: the deadline's 408, and no answer of the endpoint's
+        // (it used to log the 400 it would have sent).
+        var line: String?
+        for _ in 0..<100 where line == nil {
+            line = daemon.logs.captured.first { $0.contains("msg=notification") && $0.contains("reason=incomplete_body") }
+            if line == nil { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        #expect(line?.contains("status=none") == true, "\(String(describing: line))")
+        #expect(daemon.logs.captured.contains { $0.contains("request not received in time") && $0.contains("status=408") })
 
         // Headers that never end: 408 as well, nothing stored (no route was reached).
         let headersOnly = Array("POST /ipn/unlimint HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: 1\r\n".utf8)

@@ -118,6 +118,11 @@ struct ProviderEndpoint: Sendable {
             "status": .string(String(answer.status)),
             "latency_ms": .string(latency.milliseconds),
         ]
+        if bodyEnded != nil, !context.channel.isActive {
+            // The connection is gone, so this answer goes nowhere: the request deadline closed it
+            // after its own 408 (logged with that status), or the client did.
+            metadata["status"] = "none"
+        }
         if case .rejected(_, let rejection) = entry {
             metadata["reason"] = .string(rejection.reason.rawValue)
             metadata["detail"] = .string(rejection.detail)

@@ -223,7 +223,7 @@ final class ConnectionTimerHandler: ChannelDuplexHandler, RemovableChannelHandle
 
     private func answerTimeout(context: ChannelHandlerContext) {
         logger.notice("request not received in time, connection closed", metadata: [
-            "peer": "\(context.channel.remoteAddress?.description ?? "unknown")",
+            "peer": "\(context.channel.remoteAddress?.description ?? "unknown")", "status": "408",
         ])
         onTimeout()
         let answer = context.channel.allocator.buffer(string: Self.timeoutAnswer)
