@@ -92,8 +92,18 @@ enum Console {
 /// The daemon's process-wide logger: logfmt lines on stderr, written in batches, level from
 /// `$IPND_LOG_LEVEL` (default info). Flush `output` before the process exits.
 enum DaemonLogging {
-    static func bootstrap() -> (logger: Logger, output: LogOutput) {
-        let level = ProcessInfo.processInfo.environment["IPND_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
+    /// Bootstraps logging, or prints why `$IPND_LOG_LEVEL` is not a level and exits 2: a typo
+    /// must not silently leave the daemon at another level than asked.
+    static func bootstrap() throws -> (logger: Logger, output: LogOutput) {
+        var level = Logger.Level.info
+        if let text = ProcessInfo.processInfo.environment["IPND_LOG_LEVEL"] {
+            guard let chosen = Logger.Level(rawValue: text) else {
+                let levels = Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")
+                Console.error("IPND_LOG_LEVEL: \"\(text.prefix(32))\" is not a log level (\(levels))")
+                throw ExitStatus.configError
+            }
+            level = chosen
+        }
         let output = LogOutput.batchedStandardError()
         LoggingSystem.bootstrap { label in LogfmtLogHandler(label: label, level: level, output: output) }
         return (Logger(label: "ipnd"), output)

@@ -15,7 +15,7 @@ struct Serve: AsyncParsableCommand {
         // The store holds payment data: files ipnd creates are its own, whatever umask it
         // was started with (the unit also sets UMask=0077).
         umask(0o077)
-        let (logger, logOutput) = DaemonLogging.bootstrap()
+        let (logger, logOutput) = try DaemonLogging.bootstrap()
         // The last lines (`stopped`, or why not) are out before the process exits.
         defer { logOutput.flush() }
         let config = try options.load()

@@ -164,6 +164,14 @@ struct CommandLineTests {
     func usage() async throws {
         #expect(try await ipnd(["serve", "--no-such-flag"]).status == 64)
     }
+
+    @Test("IPND_LOG_LEVEL that is not a level stops serve with exit 2 naming the variable")
+    func badLogLevel() async throws {
+        let result = try await ipnd(["serve", "--config", "/nonexistent/ipnd.yaml"], environment: ["IPND_LOG_LEVEL": "verbose"])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains(#"IPND_LOG_LEVEL: "verbose" is not a log level (trace, debug, info, notice, warning, error, critical)"#),
+                "\(result.stderr)")
+    }
 }
 
 @Suite("Store commands run outside the service's credentials")
