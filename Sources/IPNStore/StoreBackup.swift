@@ -59,6 +59,9 @@ public enum StoreBackup {
             guard rename(temporary, destination) == 0 else {
                 throw StoreError(message: "cannot move the copy to \(destination): \(String(cString: strerror(errno)))")
             }
+            // The rename is durable only once the directory holding it is synced.
+            let directory = (destination as NSString).deletingLastPathComponent
+            try fsync(path: directory.isEmpty ? "." : directory)
             let size = ((try? FileManager.default.attributesOfItem(atPath: destination))?[.size] as? Int64) ?? 0
             return Summary(path: destination, orders: orders, notifications: notifications, bytes: size)
         } catch {
