@@ -332,6 +332,31 @@ struct InboxTests {
         #expect(try await store.order("O4")?.order.flags == [])
     }
 
+    @Test("a store migrated by a newer ipnd is refused, naming the migration; reopened by its own version it opens")
+    func newerSchemaRefused() async throws {
+        let first = try TemporaryStore(maxBatch: 1)
+        _ = try await first.inbox.record(.verified(request(), notification("paid", .transition(.paid))))
+        try first.store.close()
+        let queue = try DatabaseQueue(path: first.path)
+        try await queue.write { db in
+            try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v9: from the future')")
+        }
+        try queue.close()
+        #expect(throws: StoreError.self) { try Store(path: first.path) }
+        do {
+            _ = try Store(path: first.path)
+        } catch {
+            #expect(error.message == "the store was migrated by a newer ipnd (v9: from the future); "
+                + "run that version, or restore a backup taken before the upgrade")
+        }
+        let undo = try DatabaseQueue(path: first.path)
+        try await undo.write { db in try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier LIKE 'v9:%'") }
+        try undo.close()
+        let reopened = try Store(path: first.path)
+        #expect(try await reopened.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM orders") } == 1)
+        try reopened.close()
+    }
+
     @Test("rejected requests are stored with their reason and never applied", arguments: commitPaths)
     func rejected(maxBatch: Int) async throws {
         let store = try TemporaryStore(maxBatch: maxBatch)
