@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import GRDB
+import IPNConfig
 import IPNCore
 import NIOCore
 import Synchronization
@@ -546,6 +547,33 @@ struct ProductionTests {
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: daemon.directory.path).filter { $0.contains(".partial-") }
         #expect(leftovers.isEmpty)
         try await daemon.stop()
+    }
+
+    @Test("deploy/ipnd.yaml names exactly the unit's credentials, and loads once they exist")
+    func templateMatchesTheUnit() throws {
+        let unit = try String(contentsOf: repositoryRoot.appendingPathComponent("deploy/ipnd.service"), encoding: .utf8)
+        let template = try String(contentsOf: repositoryRoot.appendingPathComponent("deploy/ipnd.yaml"), encoding: .utf8)
+        let loaded = Set(unit.split(separator: "\n").compactMap { line -> String? in
+            guard line.hasPrefix("LoadCredential=") else { return nil }
+            return String(line.dropFirst("LoadCredential=".count).prefix { $0 != ":" })
+        })
+        let named = Set(template.split(separator: "\n").compactMap { line -> String? in
+            let code = line.prefix { $0 != "#" }
+            guard let range = code.range(of: "_file: "), !code.contains("public_key_file") else { return nil }
+            return code[range.upperBound...].trimmingCharacters(in: .whitespaces)
+        })
+        #expect(named == loaded)
+        #expect(named.contains("citcon-api-token"))  // CHOP notifications need it
+        let credentials = FileManager.default.temporaryDirectory.appendingPathComponent("ipnd-credentials-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: credentials, withIntermediateDirectories: true)
+        for name in named {
+            let file = credentials.appendingPathComponent(name)
+            try Data("secret-\(name)".utf8).write(to: file)
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file.path)  // as systemd hands them over
+        }
+        let config = try ConfigLoader.load(path: repositoryRoot.appendingPathComponent("deploy/ipnd.yaml").path,
+                                           environment: ["CREDENTIALS_DIRECTORY": credentials.path])
+        #expect(Set(config.accounts.map(\.providerName)) == ["citcon", "ipay88", "unlimint", "juspay"])
     }
 
     @Test("deploy/ipnd.service passes systemd-analyze verify and carries the hardening it promises")
