@@ -22,6 +22,7 @@ public struct FormBody: Sendable, Equatable {
 
     /// Parses a form body. `+` is a space; `%XX` takes either hex case. Malformed escapes,
     /// invalid UTF-8 and repeated field names are errors: a signed form must be unambiguous.
+    /// With `undecodableValues: .keep`, a value that is not UTF-8 is an error only when read.
     public static func parse(
         _ bytes: [UInt8], caseInsensitiveNames: Bool = false, undecodableValues: UndecodableValues = .refuse
     ) throws(FormError) -> FormBody {
