@@ -121,6 +121,35 @@ struct HTTPContractTests {
         try await daemon.stop()
     }
 
+    @Test("a client that sends an oversized body in one go and then reads gets its 413, not a reset")
+    func tooLargeAnswerSurvives() async throws {
+        let daemon = try await TestDaemon.start()
+        let body = [UInt8](repeating: UInt8(ascii: "a"), count: 600_000)
+        let head = Array("POST /ipn/unlimint HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n".utf8)
+        let answers = await onDedicatedThread {
+            (0..<10).map { _ -> String in
+                guard let fd = RawHTTP.connectLoopback(port: daemon.ports.provider) else { return "no connection" }
+                defer { close(fd) }
+                // As HTTP clients do: the head, then the body, then the answer is read. ipnd has
+                // answered by the time the body comes.
+                RawHTTP.sendAll(fd, head)
+                usleep(50_000)
+                var offset = 0
+                while offset < body.count {
+                    let sent = body[offset...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                    if sent <= 0 { return "send failed: errno \(errno)" }
+                    offset += sent
+                }
+                let (received, closed) = RawHTTP.readUntilClosed(fd, timeout: 5)
+                let text = String(decoding: received, as: UTF8.self)
+                return closed && text.hasPrefix("HTTP/1.1 413 ") ? "413" : "\(text.prefix(40)) closed: \(closed)"
+            }
+        }
+        #expect(answers == Array(repeating: "413", count: 10))
+        #expect(try daemon.count("SELECT COUNT(*) FROM notifications") == 0)
+        try await daemon.stop()
+    }
+
     @Test("a body sent where nothing reads it (an unknown route, a wrong method, an oversized expectation) ends the connection with the answer")
     func unreadBodiesEndConnection() async throws {
         let daemon = try await TestDaemon.start()

@@ -80,7 +80,19 @@ extension HTTPServerBuilder {
 /// every request showed in about 2 % of the profile's samples under load. It is never set
 /// further ahead than the shorter of the two timeouts, so a deadline that starts later can
 /// never be due before it fires.
+///
+/// An answer that ends its connection while the request's body is still coming (413, or a
+/// refusal before the body was read) sends `LingeringClose`: the rest of the input is then
+/// discarded unread, at the socket, until the client stops sending or for `lingerTime`, and the
+/// output is shut once the answer is out. Closing at once would reset the connection while the
+/// client is still sending, and the client would lose the answer.
 final class ConnectionTimerHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    /// How long, and how many bytes of, a closing connection's input are discarded at most:
+    /// enough for a client that sent an oversized body in one go to finish and read its answer,
+    /// not enough for one that keeps sending to make ipnd read on.
+    static let lingerTime: TimeAmount = .seconds(2)
+    static let lingerBytes = 1 << 20
+
     /// Written straight to the socket: it is sent only when no answer is in flight.
     static let timeoutAnswer = "HTTP/1.1 408 Request Timeout\r\nContent-Type: text/plain\r\nContent-Length: 16\r\n"
         + "Connection: close\r\n\r\nrequest timeout\n"
@@ -103,6 +115,9 @@ final class ConnectionTimerHandler: ChannelDuplexHandler, RemovableChannelHandle
     private var answersSent = 0
     private var timer: Scheduled<Void>?
     private var context: ChannelHandlerContext?
+    /// Set by `LingeringClose`: input is discarded until then, and the connection closed.
+    private var discardingUntil: NIODeadline?
+    private var discardedBytes = 0
 
     init(idleTimeout: TimeAmount, requestTimeout: TimeAmount, logger: Logger, onTimeout: @escaping @Sendable () -> Void) {
         self.idleTimeout = idleTimeout
@@ -122,6 +137,12 @@ final class ConnectionTimerHandler: ChannelDuplexHandler, RemovableChannelHandle
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if discardingUntil != nil {
+            // The answer is out, or on its way: the rest of the body is dropped unread.
+            discardedBytes += unwrapInboundIn(data).readableBytes
+            if discardedBytes > Self.lingerBytes { context.close(promise: nil) }
+            return
+        }
         if arrivingSince == nil {
             // A connection's first request counts from the connection's opening.
             arrivingSince = requestsReceived == 0 ? idleSince ?? .now() : .now()
@@ -130,9 +151,48 @@ final class ConnectionTimerHandler: ChannelDuplexHandler, RemovableChannelHandle
         context.fireChannelRead(data)
     }
 
+    func channelReadComplete(context: ChannelHandlerContext) {
+        guard discardingUntil != nil else {
+            context.fireChannelReadComplete()
+            return
+        }
+        // Nothing after this handler reads any more, so it asks for the next bytes itself.
+        context.read()
+    }
+
     func channelInactive(context: ChannelHandlerContext) {
         stop()
         context.fireChannelInactive()
+    }
+
+    func triggerUserOutboundEvent(context: ChannelHandlerContext, event: Any, promise: EventLoopPromise<Void>?) {
+        guard event is LingeringClose else {
+            context.triggerUserOutboundEvent(event, promise: promise)
+            return
+        }
+        promise?.succeed(())
+        guard discardingUntil == nil else { return }
+        // The answer's last part may have passed already: the writer's tasks and this event
+        // reach the event loop in either order.
+        let answerIsOut = answersSent >= requestsReceived + (arrivingSince == nil ? 0 : 1)
+        let until = NIODeadline.now() + Self.lingerTime
+        discardingUntil = until
+        arrivingSince = nil
+        stop()
+        arm(context: context, at: until)
+        context.read()
+        if answerIsOut { shutOutput(context: context) }
+    }
+
+    /// Ends the answer side of the connection after what was written, while input is discarded.
+    private func shutOutput(context: ChannelHandlerContext) {
+        // After the part being written now has passed this handler.
+        let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        context.eventLoop.assumeIsolated().execute {
+            let context = loopBound.value
+            context.flush()
+            context.close(mode: .output, promise: nil)
+        }
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -151,6 +211,8 @@ final class ConnectionTimerHandler: ChannelDuplexHandler, RemovableChannelHandle
     func answerSent() {
         answersSent += 1
         becomeIdleIfAnswered()
+        // A client reading to the end of the connection sees it end with the answer.
+        if discardingUntil != nil, let context { shutOutput(context: context) }
     }
 
     /// No request is arriving, and every request received has been answered.
@@ -182,6 +244,14 @@ final class ConnectionTimerHandler: ChannelDuplexHandler, RemovableChannelHandle
     private func timerFired(context: ChannelHandlerContext) {
         timer = nil
         let now = NIODeadline.now()
+        if let until = discardingUntil {
+            if until <= now {
+                context.close(promise: nil)
+            } else {
+                arm(context: context, at: until)
+            }
+            return
+        }
         var next = now + min(idleTimeout, requestTimeout)
         if let started = arrivingSince {
             let due = started + requestTimeout
@@ -232,6 +302,10 @@ final class ConnectionTimerHandler: ChannelDuplexHandler, RemovableChannelHandle
         }
     }
 }
+
+/// Asks `ConnectionTimerHandler` to close the connection once the answer being written is out,
+/// discarding what the client still sends until then (`Channel.triggerUserOutboundEvent`).
+struct LingeringClose: Sendable {}
 
 /// After the HTTP codec, in place of Hummingbird's `HTTPConnectionStateHandler`: tells
 /// `ConnectionTimerHandler` where requests end and answers finish, and on graceful shutdown

@@ -148,8 +148,12 @@ extension Response {
         let answer = body
         response.body = ResponseBody(contentLength: answer.contentLength) { writer in
             try await answer.write(writer)
-            // After the answer's last part: the event loop writes it first (tasks run in order).
-            channel.close(promise: nil)
+            // After the answer's body: the event loop handles it after those writes (tasks run in
+            // order). The connection closes once the client stops sending, so that it is not
+            // reset while the client sends and the client reads the answer.
+            let lingering = channel.eventLoop.makePromise(of: Void.self)
+            channel.triggerUserOutboundEvent(LingeringClose(), promise: lingering)
+            lingering.futureResult.whenFailure { _ in channel.close(promise: nil) }
         }
         return response
     }
