@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import IPNCore
 @testable import IPNStore
 import Testing
 
@@ -155,9 +156,13 @@ struct StoreFailureTests {
     func stopUnderForeignLock() async throws {
         let daemon = try await TestDaemon.start()
         try await daemon.deliver("unlimint", order: "SL-1", status: "COMPLETED")
-        // Held past the store's 5 s busy timeout, so the final checkpoint cannot run.
-        let release = try await holdStoreWriteLock(path: daemon.config.store.path, seconds: 6.5)
+        // Held until the daemon has stopped, past the store's 5 s busy timeout: the final
+        // checkpoint cannot run.
+        let stopped = Locked(false)
+        let release = try await holdStoreWriteLock(path: daemon.config.store.path, seconds: 60, release: stopped)
+        defer { stopped.withLock { $0 = true } }
         try await daemon.stop()  // used to throw "cannot close: database is locked", and serve exited 1
+        stopped.withLock { $0 = true }
         #expect(daemon.logs.captured.contains { $0.contains("level=warning") && $0.contains("without its final checkpoint") },
                 "\(daemon.logs.captured.suffix(5))")
         #expect(daemon.logs.captured.contains { $0.contains("msg=stopped") })
@@ -229,9 +234,9 @@ struct StoreFailureTests {
 }
 
 /// Holds the store's write lock (`BEGIN IMMEDIATE`) from a connection of its own, as an
-/// operator's `sqlite3` session would, for `seconds`, on a thread of its own. Returns once the
-/// lock is held; awaiting the returned task waits for its release.
-func holdStoreWriteLock(path: String, seconds: Double) async throws -> Task<Void, Never> {
+/// operator's `sqlite3` session would, for `seconds` or until `release` is set, on a thread of
+/// its own. Returns once the lock is held; awaiting the returned task waits for its release.
+func holdStoreWriteLock(path: String, seconds: Double, release: Locked<Bool>? = nil) async throws -> Task<Void, Never> {
     let queue = try DatabaseQueue(path: path)
     let (held, signalHeld) = AsyncStream<Void>.makeStream()
     let released = Task {
@@ -240,7 +245,10 @@ func holdStoreWriteLock(path: String, seconds: Double) async throws -> Task<Void
             try? queue.writeWithoutTransaction { db in
                 try db.execute(sql: "BEGIN IMMEDIATE")
                 signalHeld.yield()
-                Thread.sleep(forTimeInterval: seconds)
+                let until = Date().addingTimeInterval(seconds)
+                while Date() < until, release?.withLock({ $0 }) != true {
+                    Thread.sleep(forTimeInterval: 0.01)
+                }
                 try db.execute(sql: "COMMIT")
             }
         }
