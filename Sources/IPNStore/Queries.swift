@@ -40,16 +40,23 @@ public enum Queries {
     {
         try newestFirst(db, from: "notifications", where: [
             ("provider = ?", filter.provider), ("account = ?", filter.account), ("verdict = ?", filter.verdict?.rawValue),
-            ("received_at >= ?", filter.since),
-        ], beforeID: filter.beforeID, limit: filter.limit).map { try notificationRecord($0, includeRaw: includeRaw) }
+        ], since: filter.since.map { ("received_at", "notifications_by_received_at", $0) }, beforeID: filter.beforeID,
+           limit: filter.limit)
+        .map { try notificationRecord($0, includeRaw: includeRaw) }
     }
 
     /// Rows of `table` meeting every condition whose value is given, newest (highest id) first,
     /// below the `beforeID` cursor: keyset pagination, stable while rows are inserted.
+    ///
+    /// `since` (a time column, its index, and a time) may also bound the ids read. Rows are read
+    /// newest first, and a filter matching fewer rows than the page read the table back to its
+    /// first row: seconds on a store of millions of notifications, tens from disk. When few rows
+    /// are that new (the index tells), the lowest of their ids is where reading stops.
     private static func newestFirst(
         _ db: Database,
         from table: String,
         where conditions: [(sql: String, value: String?)],
+        since: (column: String, index: String, time: String)? = nil,
         beforeID: Int64?,
         limit: Int
     ) throws -> [Row] {
@@ -60,6 +67,18 @@ public enum Queries {
             clauses.append(sql)
             arguments.append(value.databaseValue)
         }
+        if let (column, index, time) = since {
+            clauses.append("\(column) >= ?")
+            arguments.append(time.databaseValue)
+            let newIDs = try Int64.fetchAll(
+                db, sql: "SELECT id FROM \(table) INDEXED BY \(index) WHERE \(column) >= ? LIMIT ?",
+                arguments: [time, sinceBoundRows + 1])
+            if newIDs.count <= sinceBoundRows {
+                // None at all: nothing can match, and `id >= NULL` reads nothing.
+                clauses.append("id >= ?")
+                arguments.append(newIDs.min().databaseValue)
+            }
+        }
         if let beforeID {
             clauses.append("id < ?")
             arguments.append(beforeID.databaseValue)
@@ -69,6 +88,9 @@ public enum Queries {
         return try Row.fetchAll(
             db, sql: "SELECT * FROM \(table) \(whereClause) ORDER BY id DESC LIMIT ?", arguments: StatementArguments(arguments))
     }
+
+    /// Up to how many rows new enough for `since` bound the ids a list reads.
+    static let sinceBoundRows = 10_000
 
     /// Order counts by state (metrics, status lines).
     public static func orderCountsByState(_ db: Database) throws -> [OrderState: Int] {

@@ -332,6 +332,41 @@ struct InboxTests {
         #expect(try await store.order("O4")?.order.flags == [])
     }
 
+    @Test("since: exactly the rows that new, whether few (ids bounded through the index) or many, in any id order")
+    func sinceLists() async throws {
+        let store = try TemporaryStore(maxBatch: 256)
+        let count = Queries.sinceBoundRows + 50
+        try await store.store.pool.write { db in
+            let insert = try db.makeStatement(sql: """
+                INSERT INTO notifications (provider, account, received_at, verdict, client_ip, target, headers, body)
+                VALUES (?, 'default', ?, 'rejected', '127.0.0.1', '/ipn/x', '[]', x'')
+                """)
+            for index in 0..<count {
+                // One per second from 2026-01-01, so the last 10 050 seconds hold every row.
+                let time = Timestamp.format(epochMilliseconds: (1_767_225_600 + Int64(index)) * 1000)
+                try insert.execute(arguments: [index % 7 == 0 ? "citcon" : "unlimint", time])
+            }
+            // A row received late but stored early: `since` must still find it.
+            try db.execute(sql: "UPDATE notifications SET received_at = '2026-12-01T00:00:00.000Z' WHERE id = 1")
+        }
+        func list(_ filter: NotificationFilter) async throws -> [Int64] {
+            try await store.store.read { db in try Queries.notifications(db, filter).map(\.id) }
+        }
+        #expect(try await list(NotificationFilter(since: "2026-11-01T00:00:00.000Z")) == [1])
+        #expect(try await list(NotificationFilter(since: "2027-01-01T00:00:00.000Z")) == [])
+        // Few rows that new: the last 20 seconds, citcon's among them.
+        let recent = Timestamp.format(epochMilliseconds: (1_767_225_600 + Int64(count - 20)) * 1000)
+        let isCitcon: (Int64) -> Bool = { ($0 - 1) % 7 == 0 }
+        let last20: [Int64] = Array((Int64(count - 19)...Int64(count)).reversed())
+        let expected: [Int64] = last20.filter(isCitcon) + [1]
+        let few = try await list(NotificationFilter(provider: "citcon", since: recent))
+        #expect(few == expected)
+        // More rows that new than the bound takes: read without it, still exact.
+        let all = try await list(NotificationFilter(provider: "citcon", since: "2026-01-01T00:00:00.000Z", limit: 100_000))
+        let everyCitcon: [Int64] = Array((1...Int64(count)).reversed()).filter(isCitcon)
+        #expect(all == everyCitcon)
+    }
+
     @Test("a store migrated by a newer ipnd is refused, naming the migration; reopened by its own version it opens")
     func newerSchemaRefused() async throws {
         let first = try TemporaryStore(maxBatch: 1)
