@@ -70,13 +70,13 @@ public enum Queries {
         if let (column, index, time) = since {
             clauses.append("\(column) >= ?")
             arguments.append(time.databaseValue)
-            let newIDs = try Int64.fetchAll(
-                db, sql: "SELECT id FROM \(table) INDEXED BY \(index) WHERE \(column) >= ? LIMIT ?",
+            let newRows = try Row.fetchOne(
+                db, sql: "SELECT COUNT(*) AS n, MIN(id) AS lowest FROM (SELECT id FROM \(table) INDEXED BY \(index) WHERE \(column) >= ? LIMIT ?)",
                 arguments: [time, sinceBoundRows + 1])
-            if newIDs.count <= sinceBoundRows {
+            if let newRows, (newRows["n"] as Int) <= sinceBoundRows {
                 // None at all: nothing can match, and `id >= NULL` reads nothing.
                 clauses.append("id >= ?")
-                arguments.append(newIDs.min().databaseValue)
+                arguments.append(newRows["lowest"] as DatabaseValue)
             }
         }
         if let beforeID {

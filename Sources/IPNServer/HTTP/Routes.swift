@@ -148,9 +148,9 @@ extension Response {
         let answer = body
         response.body = ResponseBody(contentLength: answer.contentLength) { writer in
             try await answer.write(writer)
-            // After the answer's body: the event loop handles it after those writes (tasks run in
-            // order). The connection closes once the client stops sending, so that it is not
-            // reset while the client sends and the client reads the answer.
+            // After the answer's body. The connection closes once the client stops sending (or
+            // after a bound), so that it is not reset while the client sends and the client reads
+            // the answer. The handler takes this event before or after the answer's last part.
             let lingering = channel.eventLoop.makePromise(of: Void.self)
             channel.triggerUserOutboundEvent(LingeringClose(), promise: lingering)
             lingering.futureResult.whenFailure { _ in channel.close(promise: nil) }
