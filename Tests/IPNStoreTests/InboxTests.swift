@@ -515,6 +515,63 @@ struct InboxTests {
         #expect(try await base.count("SELECT COUNT(*) FROM notifications WHERE verdict = 'applied'") == 620)
     }
 
+    @Test("a pass that finds another checkpoint running copies nothing, and is not reported as a failure")
+    func busyCheckpoint() async throws {
+        let base = try TemporaryStore(maxBatch: 1)
+        for index in 0..<5 {
+            _ = try await base.inbox.record(.verified(request(), notification("b\(index)", .transition(.paid), order: "b\(index)")))
+        }
+        // One connection holds the write lock; a FULL checkpoint on a second takes the checkpoint
+        // lock at once and waits for the first. A third connection's passive pass is then busy.
+        let holder = try DatabaseQueue(path: base.path)
+        var waiting = Configuration()
+        waiting.busyMode = .timeout(10)
+        let waiter = try DatabaseQueue(path: base.path, configuration: waiting)
+        let passive = try DatabaseQueue(path: base.path)
+        let holding = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let waited = DispatchSemaphore(value: 0)
+        Thread {
+            try? holder.inTransaction(.immediate) { _ in
+                holding.signal()
+                release.wait()
+                return .rollback
+            }
+        }.start()
+        await blockingWait(holding)
+        Thread {
+            // The FULL checkpoint fails at once, without waiting, whenever it finds the third
+            // connection's pass holding the checkpoint lock: it tries again until it holds it.
+            let deadline = Date().addingTimeInterval(8)
+            while (try? waiter.writeWithoutTransaction({ db in try db.checkpoint(.full) })) == nil, Date() < deadline {}
+            waited.signal()
+        }.start()
+        var busy = false
+        for _ in 0..<500 where !busy {
+            do {
+                _ = try await passive.writeWithoutTransaction { db in try db.checkpoint(.passive) }
+                try await Task.sleep(for: .milliseconds(10))
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_BUSY {
+                busy = true
+            }
+        }
+        #expect(busy, "the FULL checkpoint should hold the checkpoint lock")
+
+        let reported = Locked<[StoreError?]>([])
+        let copied = await onThread {
+            BackgroundCheckpointer.checkpoint(on: passive, observer: { _, error in reported.withLock { $0.append(error) } })
+        }
+        release.signal()
+        await blockingWait(waited)
+        #expect(copied == nil)
+        let errors = reported.withLock { $0 }
+        #expect(errors.count == 1)
+        #expect(errors.allSatisfy { $0 == nil }, "a busy pass was reported as \(errors.compactMap { $0 })")
+        // The next pass copies what the busy one would have.
+        let next = BackgroundCheckpointer.checkpoint(on: passive, observer: nil)
+        #expect(next == Int32(base.store.walLength.frames))
+    }
+
     @Test("the store runs in WAL mode with synchronous=FULL")
     func durability() async throws {
         let store = try TemporaryStore(maxBatch: 1)
@@ -700,5 +757,17 @@ struct QueryPlanTests {
         for plan in plans {
             #expect(!plan.hasPrefix("SCAN"), "\(plan)")
         }
+    }
+}
+
+/// Waits for `semaphore` on a thread of its own, keeping the cooperative pool free.
+func blockingWait(_ semaphore: DispatchSemaphore) async {
+    await onThread { semaphore.wait() }
+}
+
+/// Runs blocking `work` on a new thread and returns its result.
+func onThread<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        Thread { continuation.resume(returning: work()) }.start()
     }
 }
