@@ -5,7 +5,8 @@ import IPNCore
 /// Registers an expectation from outside the daemon (`ipnd orders expect`): one short
 /// IMMEDIATE transaction on the store file, with the same logic as `Inbox.setExpectation`.
 /// SQLite's write lock serialises it with the daemon's writer (waiting up to `busyTimeout`),
-/// and it commits with `synchronous=FULL` like every other write.
+/// and it commits with `synchronous=FULL` like every other write. A store migrated by a newer
+/// ipnd is refused, as `serve` refuses it.
 public enum ExpectationWriter {
     public static func set(
         storePath: String,
@@ -32,6 +33,8 @@ public enum ExpectationWriter {
                     guard try db.tableExists("orders") else {
                         throw StoreError(message: "\(storePath) is not an ipnd store (no orders table)")
                     }
+                    // As `serve` does: this version's rows may lack what a newer schema expects.
+                    try Schema.refuseNewerSchema(db)
                     let now = Timestamp.format(epochMilliseconds: Int64(Date().timeIntervalSince1970 * 1000))
                     let tx = WriteContext(db: db, now: now, statements: WriteStatements(db))
                     outcome = try Expectations.set(

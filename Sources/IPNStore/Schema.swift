@@ -4,10 +4,8 @@ import GRDB
 enum Schema {
     /// A store migrated by a newer ipnd is refused: this version would write rows without what
     /// the newer schema expects of them (going back a version is not supported).
-    static func refuseNewerSchema(_ pool: DatabasePool) throws {
-        let unknown = try pool.read { db in
-            try migrator.hasBeenSuperseded(db) ? migrator.appliedIdentifiers(db).subtracting(migrator.migrations) : []
-        }
+    static func refuseNewerSchema(_ db: Database) throws {
+        let unknown = try migrator.hasBeenSuperseded(db) ? migrator.appliedIdentifiers(db).subtracting(migrator.migrations) : []
         guard unknown.isEmpty else {
             throw StoreError(message: "the store was migrated by a newer ipnd (\(unknown.sorted().joined(separator: "; "))); "
                 + "run that version, or restore a backup taken before the upgrade")

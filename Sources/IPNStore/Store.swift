@@ -32,7 +32,7 @@ public final class Store: Sendable {
             // GRDB turns WAL on after `prepareDatabase` and sets the writer connection to
             // synchronous=NORMAL as it does: a commit would then return before its fsync.
             try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
-            try Schema.refuseNewerSchema(pool)
+            try pool.read { db in try Schema.refuseNewerSchema(db) }
             try Schema.migrator.migrate(pool)
         } catch {
             throw StoreError(error, doing: "open \(path)")

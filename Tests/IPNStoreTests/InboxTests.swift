@@ -367,7 +367,7 @@ struct InboxTests {
         #expect(all == everyCitcon)
     }
 
-    @Test("a store migrated by a newer ipnd is refused, naming the migration; reopened by its own version it opens")
+    @Test("a store migrated by a newer ipnd is refused by serve and by orders expect, naming the migration; reopened by its own version it opens")
     func newerSchemaRefused() async throws {
         let first = try TemporaryStore(maxBatch: 1)
         _ = try await first.inbox.record(.verified(request(), notification("paid", .transition(.paid))))
@@ -383,6 +383,15 @@ struct InboxTests {
         } catch {
             #expect(error.message == "the store was migrated by a newer ipnd (v9: from the future); "
                 + "run that version, or restore a backup taken before the upgrade")
+        }
+        // `orders expect` writes to the file itself: it refuses the newer store too, and writes nothing.
+        do {
+            _ = try ExpectationWriter.set(
+                storePath: first.path, provider: "test", account: "default", orderRef: "later",
+                amount: Money(minor: 100, currency: "USD"))
+            Issue.record("an expectation was written into a store migrated by a newer ipnd")
+        } catch {
+            #expect(error.message.hasPrefix("the store was migrated by a newer ipnd (v9: from the future)"))
         }
         let undo = try DatabaseQueue(path: first.path)
         try await undo.write { db in try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier LIKE 'v9:%'") }
