@@ -11,6 +11,8 @@ import UnixSignals
 public final class Daemon: Sendable {
     public let config: IPNDConfig
     public let store: Store
+    /// Held from before the store is opened until the process ends.
+    private let storeLock: StoreLock
     public let inbox: Inbox
     let logger: Logger
     let metrics: ServerMetrics
@@ -46,6 +48,8 @@ public final class Daemon: Sendable {
         self.config = config
         self.logger = logger
         self.notifier = notifier
+        // Before the store is opened: a second daemon must not migrate it under the first.
+        storeLock = try StoreLock(storePath: config.store.path)
         store = try Store(path: config.store.path)
         metricsRegistry = MetricsRegistry()
         let metrics = metricsRegistry.server

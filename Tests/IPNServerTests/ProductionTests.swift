@@ -238,6 +238,26 @@ struct ProductionTests {
         #expect(await daemon.waitForExit(timeout: 15) == 0)
     }
 
+    @Test("a second serve on the same store is refused (exit 3, naming the first's pid) and leaves the first serving")
+    func oneDaemonPerStore() async throws {
+        let installation = try UnitLikeInstallation()
+        let first = try DaemonProcess(configPath: installation.configPath, environment: installation.environment())
+        let ports = try await first.waitUntilListening()
+        let second = try DaemonProcess(configPath: installation.configPath, environment: installation.environment())
+        #expect(await second.waitForExit(timeout: 20) == 3)
+        let refusal = await second.allLogLines() ?? []
+        #expect(refusal.contains { $0.contains("level=critical") && $0.contains("another ipnd serve (pid \(first.process.processIdentifier)) is using this store") },
+                "\(refusal)")
+        #expect(await postUnlimint(port: ports.provider, order: "FIRST-STILL-SERVES", client: HTTPClient.shared) == 200)
+        first.signal(SIGTERM)
+        #expect(await first.waitForExit(timeout: 15) == 0)
+        // The kernel drops the lock with its holder: the next daemon starts.
+        let third = try DaemonProcess(configPath: installation.configPath, environment: installation.environment())
+        _ = try await third.waitUntilListening()
+        third.signal(SIGTERM)
+        #expect(await third.waitForExit(timeout: 15) == 0)
+    }
+
     @Test("SIGTERM under concurrent load: every success ack is in the store, none without it, exit 0")
     func sigtermUnderLoad() async throws {
         let installation = try UnitLikeInstallation()

@@ -1,0 +1,53 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One `ipnd serve` per store: a lock on `<store>.lock`, held while the daemon runs.
+///
+/// SQLite would let two daemons write one file, and each would be correct on its own, but a
+/// second daemon started during an upgrade migrates the schema under the first, which keeps
+/// writing rows the way the old version did; the migrations never revisit them. The lock is a
+/// POSIX record lock on a file of its own (never on the store, whose locks are SQLite's), so
+/// the kernel drops it when the process ends, however it ends, and names its holder.
+public final class StoreLock: Sendable {
+    /// The lock file.
+    public let path: String
+    private let descriptor: Int32
+
+    /// Takes the lock, creating the file; throws naming the process that holds it.
+    public init(storePath: String) throws(StoreError) {
+        path = storePath + ".lock"
+        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            throw StoreError(message: "cannot open the store's lock file \(path): \(String(cString: strerror(errno)))")
+        }
+        var lock = Self.wholeFile(F_WRLCK)
+        guard fcntl(descriptor, F_SETLK, &lock) == 0 else {
+            let reason = errno
+            var holder = Self.wholeFile(F_WRLCK)
+            let known = fcntl(descriptor, F_GETLK, &holder) == 0 && holder.l_type != F_UNLCK
+            close(descriptor)
+            guard reason == EAGAIN || reason == EACCES else {
+                throw StoreError(message: "cannot lock \(path): \(String(cString: strerror(reason)))")
+            }
+            throw StoreError(message: "another ipnd serve \(known ? "(pid \(holder.l_pid)) " : "")is using this store "
+                + "(it holds \(path)); one daemon per store: stop it first")
+        }
+        self.descriptor = descriptor
+    }
+
+    deinit {
+        close(descriptor)
+    }
+
+    private static func wholeFile(_ type: Int32) -> flock {
+        var lock = flock()
+        lock.l_type = Int16(type)
+        lock.l_whence = Int16(SEEK_SET)
+        lock.l_start = 0
+        lock.l_len = 0
+        return lock
+    }
+}
