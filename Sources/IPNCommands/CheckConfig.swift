@@ -12,6 +12,7 @@ struct CheckConfig: AsyncParsableCommand {
     @OptionGroup var options: ConfigOptions
 
     func run() async throws {
+        _ = try DaemonLogging.configuredLevel()
         let config = try options.load()
         Console.print(ConfigSummary.text(config))
     }

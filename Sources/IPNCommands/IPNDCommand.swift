@@ -95,14 +95,16 @@ enum DaemonLogging {
     /// Bootstraps logging, or prints why `$IPND_LOG_LEVEL` is not a level and exits 2: a typo
     /// must not silently leave the daemon at another level than asked.
     static func bootstrap() throws -> (logger: Logger, output: LogOutput) {
-        let level = try logLevel(ProcessInfo.processInfo.environment["IPND_LOG_LEVEL"])
+        let level = try configuredLevel()
         let output = LogOutput.batchedStandardError()
         LoggingSystem.bootstrap { label in LogfmtLogHandler(label: label, level: level, output: output) }
         return (Logger(label: "ipnd"), output)
     }
 
-    private static func logLevel(_ text: String?) throws -> Logger.Level {
-        guard let text else { return .info }
+    /// The level `$IPND_LOG_LEVEL` names (info when unset), or a message and exit 2;
+    /// `check-config` asks too, since the unit runs it before `serve` with the same environment.
+    static func configuredLevel() throws -> Logger.Level {
+        guard let text = ProcessInfo.processInfo.environment["IPND_LOG_LEVEL"] else { return .info }
         guard let level = Logger.Level(rawValue: text) else {
             let levels = Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")
             Console.error("IPND_LOG_LEVEL: \"\(text.prefix(32))\" is not a log level (\(levels))")

@@ -165,12 +165,18 @@ struct CommandLineTests {
         #expect(try await ipnd(["serve", "--no-such-flag"]).status == 64)
     }
 
-    @Test("IPND_LOG_LEVEL that is not a level stops serve with exit 2 naming the variable")
-    func badLogLevel() async throws {
-        let result = try await ipnd(["serve", "--config", "/nonexistent/ipnd.yaml"], environment: ["IPND_LOG_LEVEL": "verbose"])
-        #expect(result.status == 2)
-        #expect(result.stderr.contains(#"IPND_LOG_LEVEL: "verbose" is not a log level (trace, debug, info, notice, warning, error, critical)"#),
-                "\(result.stderr)")
+    @Test("IPND_LOG_LEVEL that is not a level stops serve, and fails check-config (the unit's ExecStartPre), with exit 2 naming the variable",
+          arguments: ["serve", "check-config"])
+    func badLogLevel(command: String) async throws {
+        let config = try writeConfig("store:\n  path: s.sqlite\nproviders:\n  unlimint:\n    - callback_secret: x\n")
+        for level in ["verbose", "warn", ""] {
+            let result = try await ipnd([command, "--config", config], environment: ["IPND_LOG_LEVEL": level])
+            #expect(result.status == 2, "\(level): \(result.stderr)")
+            #expect(result.stderr.contains(#"IPND_LOG_LEVEL: "\#(level)" is not a log level (trace, debug, info, notice, warning, error, critical)"#),
+                    "\(result.stderr)")
+        }
+        let valid = try await ipnd(["check-config", "--config", config], environment: ["IPND_LOG_LEVEL": "warning"])
+        #expect(valid.status == 0, "\(valid.stderr)")
     }
 }
 
