@@ -50,4 +50,18 @@ public struct RecordOutcome: Sendable, Equatable {
     public var explanation: String?
     /// The flag this notification raised on its order, if any: a warning for people.
     public var flag: OrderFlag? = nil
+    /// Notifications stored `unlinked` that this payment linked, and what they then did, in
+    /// the order they were applied.
+    public var linked: [LinkedNotification] = []
+}
+
+/// A notification that waited (`unlinked`) for its payment, applied when the payment arrived.
+public struct LinkedNotification: Sendable, Equatable {
+    public var notificationID: Int64
+    /// Its verdict now (it was `unlinked`).
+    public var verdict: Verdict
+    /// The order's state after it.
+    public var orderState: OrderState?
+    public var explanation: String?
+    public var flag: OrderFlag?
 }

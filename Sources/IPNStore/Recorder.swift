@@ -69,15 +69,17 @@ enum Recorder {
         }
         try insertDedupKey(tx, scope: scope, key: notification.dedupKey, notificationID: notificationID)
 
+        var linked: [LinkedNotification] = []
         if case .registers(let key) = notification.link, let registered = order {
             let inserted = try registerLink(db, scope: scope, key: key, orderID: registered.id)
             if inserted {
-                order = try applyWaitingNotifications(tx, scope: scope, key: key, order: registered)
+                (order, linked) = try applyWaitingNotifications(tx, scope: scope, key: key, order: registered)
             }
         }
         return RecordOutcome(
             notificationID: notificationID, verdict: outcome.verdict, orderState: order?.state,
-            orderRef: order?.orderRef ?? notification.orderRef, explanation: outcome.explanation, flag: outcome.flag
+            orderRef: order?.orderRef ?? notification.orderRef, explanation: outcome.explanation, flag: outcome.flag,
+            linked: linked
         )
     }
 
@@ -179,10 +181,10 @@ enum Recorder {
     }
 
     /// Applies, in arrival order, the captures and refunds that waited for payment `key`;
-    /// returns the order as they left it.
+    /// returns the order as they left it, and what each of them did.
     private static func applyWaitingNotifications(
         _ tx: WriteContext, scope: Scope, key: String, order: OrderRow
-    ) throws -> OrderRow {
+    ) throws -> (OrderRow, [LinkedNotification]) {
         let db = tx.db
         let waiting = try Row.fetchAll(
             db.cachedStatement(sql: """
@@ -201,6 +203,7 @@ enum Recorder {
                 """).execute(arguments: [order.id, order.orderRef, scope.provider, scope.account, key])
         }
         var current: OrderRow? = order
+        var linked: [LinkedNotification] = []
         for row in waiting {
             let id: Int64 = row["id"]
             // One waiting row that cannot be read (stored by another version) must not stop the
@@ -212,7 +215,7 @@ enum Recorder {
                 ])
                 continue
             }
-            _ = try apply(notification, to: &current, scope: scope, in: tx) { order, decision in
+            let decision = try apply(notification, to: &current, scope: scope, in: tx) { order, decision in
                 try db.cachedStatement(sql: """
                     UPDATE notifications SET verdict = ?, reason = ?, reason_detail = ?, order_id = ?, order_ref = ?,
                     pending_effect = NULL WHERE id = ?
@@ -220,8 +223,11 @@ enum Recorder {
                                              decision.explanation ?? "linked to payment \(key)", order?.id, order?.orderRef, id])
                 return id
             }
+            linked.append(LinkedNotification(
+                notificationID: id, verdict: decision.verdict, orderState: current?.state,
+                explanation: decision.explanation ?? "linked to payment \(key)", flag: decision.flag))
         }
-        return current ?? order
+        return (current ?? order, linked)
     }
 
     private static func linkedOrder(_ tx: WriteContext, scope: Scope, key: String) throws -> OrderRow? {

@@ -183,6 +183,20 @@ struct ProviderHTTPTests {
         #expect(try daemon.verdicts() == ["applied", "applied"])
         #expect(try daemon.count("SELECT COUNT(*) FROM notifications WHERE order_ref = 'ALI-ORDER-7'") == 2)
         #expect(try daemon.count("SELECT refunded_minor FROM orders WHERE order_ref = 'ALI-ORDER-7'") == 4200)
+        // The refund changed the order when the payment arrived: operators see that too, in
+        // the log and in the metrics, not only the refund's first verdict.
+        let refundID = try daemon.count("SELECT MIN(id) FROM notifications")
+        let paymentID = try daemon.count("SELECT MAX(id) FROM notifications")
+        let linkedLines = daemon.logs.captured.filter { $0.contains(#"msg="waiting notification linked""#) }
+        #expect(linkedLines.count == 1, "\(daemon.logs.captured)")
+        for field in ["provider=alipay", "account=default", "order_ref=ALI-ORDER-7", "verdict=applied", "order_state=refunded",
+                      "notification_id=\(refundID)", "linked_by=\(paymentID)"] {
+            #expect(linkedLines.first?.contains(field) == true, "\(field) in \(linkedLines)")
+        }
+        let metrics = try parsePrometheus(try await daemon.get("/metrics", ops: true).text)
+        #expect(metrics.value("ipnd_notifications_total", ["provider": "alipay", "verdict": "unlinked"]) == 1)
+        #expect(metrics.value("ipnd_notifications_linked_total", ["provider": "alipay", "verdict": "applied"]) == 1)
+        #expect(metrics.value("ipnd_notifications_linked_total", ["provider": "alipay", "verdict": "stale"]) == 0)
         try await daemon.stop()
     }
 

@@ -134,10 +134,30 @@ struct ProviderEndpoint: Sendable {
         let needsAttention = outcome.verdict == .rejected || outcome.verdict == .mismatch || outcome.flag != nil
         logger.log(level: needsAttention ? .warning : .info,
                    "notification", metadata: metadata)
+        for linked in outcome.linked { logLinked(linked, by: outcome, provider: providerName, account: received.account) }
         if answer == providerType.acknowledgement, let acknowledgement = Self.acknowledgements[providerName] {
             return acknowledgement
         }
         return Response(answer)
+    }
+
+    /// One line and one count for a notification that waited for its payment and was applied
+    /// when it arrived: its order changed with no request of its own to log it.
+    private func logLinked(_ linked: LinkedNotification, by payment: RecordOutcome, provider providerName: String, account: String) {
+        metrics.linked(provider: providerName, verdict: linked.verdict)
+        var metadata: Logger.Metadata = [
+            "provider": .string(providerName),
+            "account": .string(account),
+            "order_ref": .string(payment.orderRef ?? ""),
+            "verdict": .string(linked.verdict.rawValue),
+            "notification_id": .string(String(linked.notificationID)),
+            "linked_by": .string(String(payment.notificationID)),
+        ]
+        if let explanation = linked.explanation { metadata["detail"] = .string(explanation) }
+        if let state = linked.orderState { metadata["order_state"] = .string(state.rawValue) }
+        if let flag = linked.flag { metadata["flag"] = .string(flag.rawValue) }
+        let needsAttention = linked.verdict == .mismatch || linked.flag != nil
+        logger.log(level: needsAttention ? .warning : .info, "waiting notification linked", metadata: metadata)
     }
 
     /// Each provider's acknowledgement, built once: most answers are one of these, and building

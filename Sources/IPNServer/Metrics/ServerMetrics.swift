@@ -6,6 +6,9 @@ public struct ServerMetrics: Sendable {
     /// One provider's instruments; `notifications` is indexed like `Verdict.allCases`.
     private struct ProviderInstruments: Sendable {
         let notifications: [Counter]
+        /// Notifications stored `unlinked`, applied when their payment arrived, by their new
+        /// verdict (indexed like `notifications`).
+        let linked: [Counter]
         let latency: Timer
         let tooLarge: Counter
         let unavailable: Counter
@@ -29,6 +32,10 @@ public struct ServerMetrics: Sendable {
                     Counter(label: "ipnd_notifications_total", dimensions: [("provider", provider), ("verdict", verdict.rawValue)],
                             factory: factory)
                 },
+                linked: Verdict.allCases.map { verdict in
+                    Counter(label: "ipnd_notifications_linked_total", dimensions: [("provider", provider), ("verdict", verdict.rawValue)],
+                            factory: factory)
+                },
                 latency: Timer(label: "ipnd_request_duration_seconds", dimensions: [("provider", provider)],
                                preferredDisplayUnit: .seconds, factory: factory),
                 tooLarge: Counter(label: "ipnd_requests_too_large_total", dimensions: [("provider", provider)], factory: factory),
@@ -50,6 +57,11 @@ public struct ServerMetrics: Sendable {
         guard let instruments = providers[provider] else { return }
         if let index = Verdict.allCases.firstIndex(of: verdict) { instruments.notifications[index].increment() }
         instruments.latency.record(duration: duration)
+    }
+
+    func linked(provider: String, verdict: Verdict) {
+        guard let instruments = providers[provider], let index = Verdict.allCases.firstIndex(of: verdict) else { return }
+        instruments.linked[index].increment()
     }
 
     func tooLarge(provider: String) { providers[provider]?.tooLarge.increment() }
