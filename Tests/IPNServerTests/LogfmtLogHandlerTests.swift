@@ -30,6 +30,19 @@ struct LogfmtLogHandlerTests {
         #expect(line.contains("name=\"café\""), "\(line)")
     }
 
+    @Test("bidirectional overrides, zero-width characters and C1 controls are escaped; other text beyond ASCII is kept")
+    func invisibleEscaped() throws {
+        let output = LogOutput.capture()
+        let logger = Logger(label: "test") { LogfmtLogHandler(label: $0, output: output) }
+        logger.info("event", metadata: [
+            "detail": "MerchantCode \u{202E}KH00001\u{200B} is not KH00001",
+            "other": "a\u{2066}b\u{85}c\u{FEFF}d\u{2028}e é 日本\n",
+        ])
+        let line = try #require(output.captured.first)
+        #expect(line.contains(#"detail="MerchantCode \u{202e}KH00001\u{200b} is not KH00001""#), "\(line)")
+        #expect(line.contains(#"other="a\u{2066}b\u{85}c\u{feff}d\u{2028}e é 日本\n""#), "\(line)")
+    }
+
     @Test("card numbers are masked in any logged value, also written next to other digits; other numbers are left alone",
           arguments: [
               ("4111111111111111", "411111******1111"),

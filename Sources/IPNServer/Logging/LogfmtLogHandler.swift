@@ -100,18 +100,43 @@ public struct LogfmtLogHandler: LogHandler {
                 return
             }
             out.append(UInt8(ascii: "\""))
-            for byte in value {
-                switch byte {
-                case UInt8(ascii: "\""): out.append(contentsOf: #"\""#.utf8)
-                case UInt8(ascii: "\\"): out.append(contentsOf: #"\\"#.utf8)
-                case UInt8(ascii: "\n"): out.append(contentsOf: #"\n"#.utf8)
-                case UInt8(ascii: "\r"): out.append(contentsOf: #"\r"#.utf8)
-                case UInt8(ascii: "\t"): out.append(contentsOf: #"\t"#.utf8)
-                case 0x00..<0x20, 0x7F: out.append(contentsOf: "\\u{\(String(byte, radix: 16))}".utf8)
-                default: out.append(byte)
-                }
+            if value.contains(where: { $0 >= 0x80 }) {
+                appendEscaped(scalarsOf: value, to: &out)
+            } else {
+                for byte in value { appendEscaped(ascii: byte, to: &out) }
             }
             out.append(UInt8(ascii: "\""))
+        }
+    }
+
+    private static func appendEscaped(ascii byte: UInt8, to out: inout [UInt8]) {
+        switch byte {
+        case UInt8(ascii: "\""): out.append(contentsOf: #"\""#.utf8)
+        case UInt8(ascii: "\\"): out.append(contentsOf: #"\\"#.utf8)
+        case UInt8(ascii: "\n"): out.append(contentsOf: #"\n"#.utf8)
+        case UInt8(ascii: "\r"): out.append(contentsOf: #"\r"#.utf8)
+        case UInt8(ascii: "\t"): out.append(contentsOf: #"\t"#.utf8)
+        case 0x00..<0x20, 0x7F: out.append(contentsOf: "\\u{\(String(byte, radix: 16))}".utf8)
+        default: out.append(byte)
+        }
+    }
+
+    /// Beyond ASCII, characters that are invisible or that change how the text around them is
+    /// shown are escaped: C1 controls, bidirectional overrides and isolates (which could make
+    /// a value read as another in a terminal), zero-width characters, line and paragraph
+    /// separators. Unauthenticated requests put such text into rejection details.
+    private static func appendEscaped(scalarsOf value: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) {
+        for scalar in String(decoding: value, as: UTF8.self).unicodeScalars {
+            if scalar.isASCII {
+                appendEscaped(ascii: UInt8(scalar.value), to: &out)
+                continue
+            }
+            switch scalar.properties.generalCategory {
+            case .control, .format, .lineSeparator, .paragraphSeparator:
+                out.append(contentsOf: "\\u{\(String(scalar.value, radix: 16))}".utf8)
+            default:
+                out.append(contentsOf: String(scalar).utf8)
+            }
         }
     }
 }
