@@ -97,7 +97,11 @@ enum DaemonLogging {
     static func bootstrap() throws -> (logger: Logger, output: LogOutput) {
         let level = try configuredLevel()
         let output = LogOutput.batchedStandardError()
-        LoggingSystem.bootstrap { label in LogfmtLogHandler(label: label, level: level, output: output) }
+        // Under systemd, each line carries its priority: `journalctl -p warning` finds warnings.
+        let syslogPrefix = LogfmtLogHandler.standardErrorIsJournal()
+        LoggingSystem.bootstrap { label in
+            LogfmtLogHandler(label: label, level: level, output: output, syslogPrefix: syslogPrefix)
+        }
         return (Logger(label: "ipnd"), output)
     }
 

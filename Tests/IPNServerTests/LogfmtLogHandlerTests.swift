@@ -30,6 +30,23 @@ struct LogfmtLogHandlerTests {
         #expect(line.contains("name=\"café\""), "\(line)")
     }
 
+    @Test("with the syslog prefix, each line starts with its level's priority; JOURNAL_STREAM must name stderr itself")
+    func syslogPrefix() throws {
+        let output = LogOutput.capture()
+        let logger = Logger(label: "test") { LogfmtLogHandler(label: $0, level: .trace, output: output, syslogPrefix: true) }
+        logger.info("one")
+        logger.warning("two")
+        logger.critical("three")
+        logger.debug("four")
+        #expect(output.captured.map { String($0.prefix(6)) } == ["<6>ts=", "<4>ts=", "<2>ts=", "<7>ts="])
+        var status = stat()
+        try #require(fstat(STDERR_FILENO, &status) == 0)
+        #expect(LogfmtLogHandler.standardErrorIsJournal(["JOURNAL_STREAM": "\(status.st_dev):\(status.st_ino)"]))
+        #expect(!LogfmtLogHandler.standardErrorIsJournal(["JOURNAL_STREAM": "\(status.st_dev):\(status.st_ino + 1)"]))
+        #expect(!LogfmtLogHandler.standardErrorIsJournal(["JOURNAL_STREAM": "garbage"]))
+        #expect(!LogfmtLogHandler.standardErrorIsJournal([:]))
+    }
+
     @Test("bidirectional overrides, zero-width characters and C1 controls are escaped; other text beyond ASCII is kept")
     func invisibleEscaped() throws {
         let output = LogOutput.capture()

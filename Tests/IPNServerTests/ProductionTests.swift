@@ -238,6 +238,21 @@ struct ProductionTests {
         #expect(await daemon.waitForExit(timeout: 15) == 0)
     }
 
+    @Test("under systemd's journal (JOURNAL_STREAM names stderr) each line starts with its syslog priority")
+    func journalPriorities() async throws {
+        let installation = try UnitLikeInstallation()
+        let daemon = try DaemonProcess(configPath: installation.configPath, environment: installation.environment(), journalStream: true)
+        let ports = try await daemon.waitUntilListening()
+        #expect(await postUnlimint(port: ports.provider, order: "JOURNAL-1", client: HTTPClient.shared) == 200)
+        daemon.signal(SIGTERM)
+        #expect(await daemon.waitForExit(timeout: 15) == 0)
+        let lines = await daemon.allLogLines() ?? []
+        #expect(lines.contains { $0.hasPrefix("<6>ts=") && $0.contains("msg=notification") && $0.contains("order_ref=JOURNAL-1") }, "\(lines)")
+        #expect(lines.allSatisfy { line in
+            ["<2>", "<3>", "<4>", "<5>", "<6>", "<7>"].contains(String(line.prefix(3))) && line.dropFirst(3).hasPrefix("ts=")
+        }, "\(lines)")
+    }
+
     @Test("a second serve on the same store is refused (exit 3, naming the first's pid) and leaves the first serving")
     func oneDaemonPerStore() async throws {
         let installation = try UnitLikeInstallation()

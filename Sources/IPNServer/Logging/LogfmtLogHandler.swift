@@ -10,11 +10,38 @@ public struct LogfmtLogHandler: LogHandler {
     public var metadataProvider: Logger.MetadataProvider?
     private let label: String
     private let output: LogOutput
+    private let syslogPrefix: Bool
 
-    public init(label: String, level: Logger.Level = .info, output: LogOutput = .standardError) {
+    /// - Parameter syslogPrefix: start each line with its syslog priority (`<4>` for a
+    ///   warning), which journald reads as the entry's priority and removes.
+    public init(label: String, level: Logger.Level = .info, output: LogOutput = .standardError, syslogPrefix: Bool = false) {
         self.label = label
         self.logLevel = level
         self.output = output
+        self.syslogPrefix = syslogPrefix
+    }
+
+    /// Whether stderr is the journal's stream, as systemd says in `$JOURNAL_STREAM`
+    /// (`device:inode` of the stream it connected to stderr).
+    public static func standardErrorIsJournal(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> Bool {
+        guard let stream = environment["JOURNAL_STREAM"] else { return false }
+        let parts = stream.split(separator: ":")
+        var status = stat()
+        guard parts.count == 2, let device = UInt64(parts[0]), let inode = UInt64(parts[1]),
+              fstat(STDERR_FILENO, &status) == 0 else { return false }
+        return UInt64(status.st_dev) == device && UInt64(status.st_ino) == inode
+    }
+
+    /// The syslog priority journald files a line of `level` under.
+    static func syslogPriority(_ level: Logger.Level) -> String {
+        switch level {
+        case .trace, .debug: "<7>"
+        case .info: "<6>"
+        case .notice: "<5>"
+        case .warning: "<4>"
+        case .error: "<3>"
+        case .critical: "<2>"
+        }
     }
 
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
@@ -26,6 +53,7 @@ public struct LogfmtLogHandler: LogHandler {
         let fields = Self.fields(handler: metadata, provided: metadataProvider?.get(), event: event.metadata)
         var line: [UInt8] = []
         line.reserveCapacity(256)
+        if syslogPrefix { Self.append(Self.syslogPriority(event.level), to: &line) }
         Self.append("ts=", to: &line)
         Timestamp.append(epochMilliseconds: Int64(Date().timeIntervalSince1970 * 1000), to: &line)
         Self.append(" level=", to: &line)

@@ -9,7 +9,9 @@ final class DaemonProcess: Sendable {
     private let stderrClosed = Locked(false)
 
     /// Starts `ipnd serve --config configPath`, optionally through `launcher` (e.g. setpriv).
-    init(configPath: String, environment: [String: String] = [:], launcher: [String] = []) throws {
+    /// With `journalStream`, `$JOURNAL_STREAM` names the stderr pipe, as systemd names the
+    /// journal's stream.
+    init(configPath: String, environment: [String: String] = [:], launcher: [String] = [], journalStream: Bool = false) throws {
         let process = Process()
         if launcher.isEmpty {
             process.executableURL = ipndBinary
@@ -21,8 +23,14 @@ final class DaemonProcess: Sendable {
         var env = ProcessInfo.processInfo.environment
         env.removeValue(forKey: "IPND_CONFIG")
         for (key, value) in environment { env[key] = value }
-        process.environment = env
         let errorPipe = Pipe()
+        var status = stat()
+        if journalStream, fstat(errorPipe.fileHandleForWriting.fileDescriptor, &status) == 0 {
+            env["JOURNAL_STREAM"] = "\(status.st_dev):\(status.st_ino)"
+        } else {
+            env.removeValue(forKey: "JOURNAL_STREAM")
+        }
+        process.environment = env
         process.standardError = errorPipe
         process.standardOutput = FileHandle.nullDevice
         self.process = process
