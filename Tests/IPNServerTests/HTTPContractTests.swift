@@ -103,10 +103,11 @@ struct HTTPContractTests {
     @Test("after a 413 the connection ends with that one answer: a client that keeps sending cannot make ipnd read past the limit",
           arguments: [false, true])
     func tooLargeEndsConnection(chunked: Bool) async throws {
-        let daemon = try await TestDaemon.start(serverYAML: "  max_body_bytes: 1024")
+        let daemon = try await TestDaemon.start(serverYAML: "  max_body_bytes: 1024\n  trusted_proxies: [127.0.0.1/32]")
         let framing = chunked ? "Transfer-Encoding: chunked" : "Content-Length: 20000000"
         let result = await Self.streamPastAnswer(
-            port: daemon.ports.provider, head: "POST /ipn/unlimint HTTP/1.1\r\nHost: x\r\n\(framing)\r\n\r\n", chunked: chunked)
+            port: daemon.ports.provider,
+            head: "POST /ipn/unlimint HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 198.51.100.7\r\n\(framing)\r\n\r\n", chunked: chunked)
         #expect(result.sent < 20_000_000, "ipnd read \(result.sent) bytes after answering 413")
         #expect(result.closed)
         // A reset may reach the client before the answer does; if the answer came, it is the only one.
@@ -117,7 +118,11 @@ struct HTTPContractTests {
         }
         #expect(try daemon.count("SELECT COUNT(*) FROM notifications") == 0)
         #expect(try await daemon.get("/healthz").status == 200)
-        #expect(daemon.logs.captured.contains { $0.contains("request body too large") && $0.contains("status=413") })
+        // The line names the client as the notification lines do: through the trusted proxy.
+        #expect(daemon.logs.captured.contains {
+            $0.contains("request body too large") && $0.contains("status=413") && $0.contains("client_ip=198.51.100.7")
+                && $0.contains("account=default") && $0.contains("provider=unlimint")
+        }, "\(daemon.logs.captured)")
         try await daemon.stop()
     }
 
@@ -227,7 +232,9 @@ struct HTTPContractTests {
             if line == nil { try await Task.sleep(for: .milliseconds(20)) }
         }
         #expect(line?.contains("status=none") == true, "\(String(describing: line))")
-        #expect(daemon.logs.captured.contains { $0.contains("request not received in time") && $0.contains("status=408") })
+        #expect(daemon.logs.captured.contains {
+            $0.contains("request not received in time") && $0.contains("status=408") && $0.contains("peer=127.0.0.1 ")
+        }, "\(daemon.logs.captured)")
 
         // Headers that never end: 408 as well, nothing stored (no route was reached).
         let headersOnly = Array("POST /ipn/unlimint HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: 1\r\n".utf8)

@@ -23,7 +23,7 @@ struct ProviderEndpoint: Sendable {
         }
         let limit = config.server.maxBodyBytes
         if let declared = request.headers.scanned(.contentLength).flatMap({ Int($0) }), declared > limit {
-            return tooLarge(context: context, provider: providerName, detail: "Content-Length \(declared)")
+            return tooLarge(request, context: context, provider: providerName, account: accountName, detail: "Content-Length \(declared)")
         }
         // Part by part rather than `collect(upTo:)`, so a body that ends early (the client went
         // away, or the request deadline closed the connection) is still kept as rejected with
@@ -33,7 +33,7 @@ struct ProviderEndpoint: Sendable {
         do {
             for try await part in request.body {
                 guard body.count + part.readableBytes <= limit else {
-                    return tooLarge(context: context, provider: providerName, detail: "body past \(limit) bytes")
+                    return tooLarge(request, context: context, provider: providerName, account: accountName, detail: "body past \(limit) bytes")
                 }
                 body.append(contentsOf: part.readableBytesView)
             }
@@ -175,10 +175,17 @@ struct ProviderEndpoint: Sendable {
 
     /// 413, and the connection ends with it: the body is not read past the limit (product.md
     /// section 3).
-    private func tooLarge(context: IPNRequestContext, provider: String, detail: String) -> Response {
+    private func tooLarge(_ request: Request, context: IPNRequestContext, provider: String, account: String, detail: String) -> Response {
         metrics.tooLarge(provider: provider)
+        let clientIP = ClientAddress.resolve(
+            peer: context.peerAddress,
+            forwardedFor: request.headers.scannedValues(.xForwardedFor),
+            trustedProxies: config.server.trustedProxies
+        )
         logger.warning("request body too large, not stored; connection closed", metadata: [
-            "provider": .string(provider), "detail": .string(detail), "limit": .stringConvertible(config.server.maxBodyBytes),
+            "provider": .string(provider), "account": .string(account.truncated(toUTF8Bytes: 128)),
+            "detail": .string(detail), "limit": .stringConvertible(config.server.maxBodyBytes),
+            "client_ip": .string(clientIP?.description ?? ""),
             "peer": .string(context.peerAddress?.description ?? "unknown"), "status": "413",
         ])
         return Response.plain(413, "request body too large\n").closingConnection(context.channel)

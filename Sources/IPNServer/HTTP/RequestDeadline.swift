@@ -1,5 +1,6 @@
 import Hummingbird
 import HummingbirdCore
+import IPNCore
 import Logging
 import NIOCore
 import NIOHTTPTypes
@@ -293,7 +294,8 @@ final class ConnectionTimerHandler: ChannelDuplexHandler, RemovableChannelHandle
 
     private func answerTimeout(context: ChannelHandlerContext) {
         logger.notice("request not received in time, connection closed", metadata: [
-            "peer": "\(context.channel.remoteAddress?.description ?? "unknown")", "status": "408",
+            "peer": .string(context.channel.remoteAddress.flatMap(IPAddress.init(socketAddress:))?.description ?? "unknown"),
+            "status": "408",
         ])
         onTimeout()
         let answer = context.channel.allocator.buffer(string: Self.timeoutAnswer)
