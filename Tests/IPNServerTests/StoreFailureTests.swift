@@ -58,7 +58,12 @@ struct StoreFailureTests {
         // The log line says which notification was refused, for whoever watches the 503s.
         #expect(daemon.logs.captured.contains {
             $0.contains("notification not stored") && $0.contains("order_ref=RO-2") && $0.contains("status=503")
+                && $0.contains("latency_ms=")
         })
+        // A 503 is a provider request like any other in the latency histogram.
+        let metrics = try parsePrometheus(try await daemon.get("/metrics", ops: true).text)
+        #expect(metrics.value("ipnd_request_duration_seconds_count", ["provider": "unlimint"]) == 2)
+        #expect(metrics.value("ipnd_store_unavailable_total", ["provider": "unlimint"]) == 1)
         #expect(try await daemon.get("/readyz").status == 503)
         #expect(try daemon.count("SELECT COUNT(*) FROM notifications") == 1)
         #expect(try daemon.orderState("RO-2") == nil)

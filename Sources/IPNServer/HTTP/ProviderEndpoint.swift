@@ -96,8 +96,9 @@ struct ProviderEndpoint: Sendable {
             logger.error("notification not stored", metadata: [
                 "provider": .string(providerName), "account": .string(received.account), "error": "\(error)",
                 "order_ref": .string(verifiedOrderRef ?? ""), "client_ip": .string(raw.clientIP ?? ""), "status": "503",
+                "latency_ms": .string((ContinuousClock.now - started).milliseconds),
             ])
-            metrics.storeUnavailable(provider: providerName)
+            metrics.storeUnavailable(provider: providerName, latency: ContinuousClock.now - started)
             tally.countStoreFailure()
             var response = Response.plain(503, "store unavailable, retry later\n")
             response.headers[.retryAfter] = "30"

@@ -66,7 +66,12 @@ public struct ServerMetrics: Sendable {
 
     func tooLarge(provider: String) { providers[provider]?.tooLarge.increment() }
 
-    func storeUnavailable(provider: String) { providers[provider]?.unavailable.increment() }
+    /// A 503: counted, and its wait is a provider request's duration like any other.
+    func storeUnavailable(provider: String, latency duration: Duration) {
+        guard let instruments = providers[provider] else { return }
+        instruments.unavailable.increment()
+        instruments.latency.record(duration: duration)
+    }
 
     /// Feeds the store's commit observer.
     func commit(batchSize: Int, seconds: Double, failed: Bool) {
