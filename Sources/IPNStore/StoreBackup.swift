@@ -71,9 +71,11 @@ public enum StoreBackup {
     }
 
     /// What `destination` would overwrite of the live store, if anything: the store itself
-    /// (by any path to the same file) or one of its WAL, shared-memory or journal files.
+    /// (by any path to the same file) or one of its WAL, shared-memory, journal or lock files.
+    /// A copy renamed over the lock file would leave the running daemon holding a lock on a
+    /// file no longer there, and a second daemon could then lock the new one.
     static func clash(of destination: String, with source: String) -> String? {
-        for suffix in ["", "-wal", "-shm", "-journal"] {
+        for suffix in ["", "-wal", "-shm", "-journal", StoreLock.suffix] {
             let storeFile = source + suffix
             if sameFile(destination, storeFile) || canonical(destination) == canonical(storeFile) {
                 return suffix.isEmpty ? "the store itself (\(source))" : "the store's \(storeFile)"

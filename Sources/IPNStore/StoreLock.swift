@@ -16,13 +16,17 @@ public final class StoreLock: Sendable {
     public let path: String
     private let descriptor: Int32
 
+    /// What the lock file's name adds to the store's.
+    public static let suffix = ".lock"
+
     /// Takes the lock, creating the file; throws naming the process that holds it.
     public init(storePath: String) throws(StoreError) {
-        path = storePath + ".lock"
+        path = storePath + Self.suffix
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
             throw StoreError(message: "cannot open the store's lock file \(path): \(String(cString: strerror(errno)))")
         }
+        Self.giveToStoreOwner(descriptor, storePath: storePath)
         var lock = Self.wholeFile(F_WRLCK)
         guard fcntl(descriptor, F_SETLK, &lock) == 0 else {
             let reason = errno
@@ -40,6 +44,21 @@ public final class StoreLock: Sendable {
 
     deinit {
         close(descriptor)
+    }
+
+    /// A `serve` started by root (by hand, during an upgrade) would otherwise leave a lock file
+    /// only root can open, and the service's own user could not start again. As SQLite does with
+    /// its own files, the lock file goes to the owner of the store, or of its directory while
+    /// there is no store yet. Nothing changes for anyone but root.
+    private static func giveToStoreOwner(_ descriptor: Int32, storePath: String) {
+        guard geteuid() == 0 else { return }
+        var owner = stat()
+        let slash = storePath.lastIndex(of: "/")
+        let directory = slash.map { $0 == storePath.startIndex ? "/" : String(storePath[..<$0]) } ?? "."
+        guard stat(storePath, &owner) == 0 || stat(directory, &owner) == 0 else { return }
+        var current = stat()
+        guard fstat(descriptor, &current) == 0, current.st_uid != owner.st_uid || current.st_gid != owner.st_gid else { return }
+        _ = fchown(descriptor, owner.st_uid, owner.st_gid)
     }
 
     private static func wholeFile(_ type: Int32) -> flock {

@@ -566,12 +566,12 @@ struct ProductionTests {
         #expect(again.status == 0, "\(again.stderr)")
         #expect(try BackupFacts(path: copy).notifications == 2)
 
-        // The store itself, by its path, through a symbolic link to its directory, or its WAL:
-        // refused, and the daemon goes on committing into the same file.
+        // The store itself, by its path, through a symbolic link to its directory, its WAL, or
+        // the daemon's lock file: refused, and the daemon goes on committing into the same file.
         let link = daemon.directory.appendingPathComponent("linked-dir").path
         try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: daemon.directory.path)
         let storePath = daemon.config.store.path
-        for target in [storePath, link + "/ipnd.sqlite", storePath + "-wal"] {
+        for target in [storePath, link + "/ipnd.sqlite", storePath + "-wal", storePath + ".lock", link + "/ipnd.sqlite.lock"] {
             let refused = try await ipnd(["backup", "--config", configPath, target])
             #expect(refused.status == 3, "\(target)")
             #expect(refused.stderr.contains("refusing to back up onto"), "\(refused.stderr)")
