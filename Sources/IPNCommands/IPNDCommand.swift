@@ -64,9 +64,20 @@ struct ConfigOptions: ParsableArguments {
 
 /// Writing to the terminal.
 enum Console {
+    /// Under systemd, an error that stops a command (a config error in `check-config` or
+    /// `serve`, before the daemon's log starts) is filed at error priority, as the daemon's own
+    /// error lines are: `journalctl -p warning` then shows why the unit did not start.
     static func error(_ message: String) {
-        write(message + "\n", to: STDERR_FILENO)
+        guard standardErrorIsJournal else {
+            write(message + "\n", to: STDERR_FILENO)
+            return
+        }
+        let priority = LogfmtLogHandler.syslogPriority(.error)
+        write(message.split(separator: "\n", omittingEmptySubsequences: false).map { priority + $0 }.joined(separator: "\n") + "\n",
+              to: STDERR_FILENO)
     }
+
+    private static let standardErrorIsJournal = LogfmtLogHandler.standardErrorIsJournal()
 
     static func print(_ text: String) {
         write(text + "\n", to: STDOUT_FILENO)

@@ -253,6 +253,19 @@ struct ProductionTests {
         }, "\(lines)")
     }
 
+    @Test("under systemd's journal, an error that stops serve before its log starts is filed at error priority")
+    func journalStartupErrors() async throws {
+        let installation = try UnitLikeInstallation()
+        for (variable, value, message) in [("IPND_LOG_LEVEL", "warn", "IPND_LOG_LEVEL: "), ("IPND_SERVER_PORT", "eighty", "config error: server.port")] {
+            let daemon = try DaemonProcess(
+                configPath: installation.configPath, environment: installation.environment([variable: value]), journalStream: true)
+            #expect(await daemon.waitForExit(timeout: 15) == 2)
+            let lines = await daemon.allLogLines() ?? []
+            #expect(lines.contains { $0.hasPrefix("<3>\(message)") }, "\(lines)")
+            #expect(lines.allSatisfy { $0.hasPrefix("<") }, "\(lines)")
+        }
+    }
+
     @Test("a second serve on the same store is refused (exit 3, naming the first's pid) and leaves the first serving")
     func oneDaemonPerStore() async throws {
         let installation = try UnitLikeInstallation()

@@ -33,7 +33,7 @@ public struct LogfmtLogHandler: LogHandler {
     }
 
     /// The syslog priority journald files a line of `level` under.
-    static func syslogPriority(_ level: Logger.Level) -> String {
+    public static func syslogPriority(_ level: Logger.Level) -> String {
         switch level {
         case .trace, .debug: "<7>"
         case .info: "<6>"
