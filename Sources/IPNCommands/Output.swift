@@ -18,12 +18,15 @@ enum ShowFormat: String, ExpressibleByArgument, CaseIterable {
     case json
 }
 
-/// Columns aligned for a terminal: two spaces between columns, no trailing blanks.
+/// Columns aligned for a terminal: two spaces between columns, no trailing blanks. Characters
+/// that would hide or rearrange text on the terminal are shown escaped, as in the log.
 struct TextTable {
     var headers: [String]
     var rows: [[String]] = []
 
     var text: String {
+        let headers = headers.map(VisibleText.escaping)
+        let rows = rows.map { $0.map(VisibleText.escaping) }
         var widths = headers.map(\.count)
         for row in rows {
             for (index, cell) in row.enumerated() where index < widths.count {

@@ -112,6 +112,24 @@ struct QueryCommandTests {
         try await daemon.stop()
     }
 
+    @Test("table output escapes what would rearrange the terminal (a bidi override, a zero-width space); json keeps it")
+    func tableEscapesHiddenCharacters() async throws {
+        let daemon = try await TestDaemon.start()
+        let reference = "ORD-\u{202E}1-\u{200B}2"
+        try await daemon.deliver("unlimint", order: reference, status: "COMPLETED")
+        let table = try await ipnd(["orders", "list", "--config", daemon.configPath])
+        #expect(table.status == 0, "\(table.stderr)")
+        #expect(table.stdout.contains(#"ORD-\u{202e}1-\u{200b}2"#), "\(table.stdout)")
+        #expect(!table.stdout.unicodeScalars.contains { $0.value == 0x202E || $0.value == 0x200B })
+        let shown = try await ipnd(["orders", "show", "--config", daemon.configPath, "unlimint", reference])
+        #expect(shown.status == 0, "\(shown.stderr)")
+        #expect(!shown.stdout.unicodeScalars.contains { $0.value == 0x202E || $0.value == 0x200B }, "\(shown.stdout)")
+        // Machine formats carry the reference as stored.
+        let json = try await ipnd(["orders", "list", "--config", daemon.configPath, "--format", "json"])
+        #expect(try parseJSONLines(json.stdout).first?.string("order_ref") == reference)
+        try await daemon.stop()
+    }
+
     @Test("notifications list: json lines with verdicts and every filter")
     func notificationsList() async throws {
         let daemon = try await filledDaemon()

@@ -144,7 +144,7 @@ public struct LogfmtLogHandler: LogHandler {
         case UInt8(ascii: "\n"): out.append(contentsOf: #"\n"#.utf8)
         case UInt8(ascii: "\r"): out.append(contentsOf: #"\r"#.utf8)
         case UInt8(ascii: "\t"): out.append(contentsOf: #"\t"#.utf8)
-        case 0x00..<0x20, 0x7F: out.append(contentsOf: "\\u{\(String(byte, radix: 16))}".utf8)
+        case 0x00..<0x20, 0x7F: out.append(contentsOf: VisibleText.escape(Unicode.Scalar(byte)).utf8)
         default: out.append(byte)
         }
     }
@@ -159,12 +159,7 @@ public struct LogfmtLogHandler: LogHandler {
                 appendEscaped(ascii: UInt8(scalar.value), to: &out)
                 continue
             }
-            switch scalar.properties.generalCategory {
-            case .control, .format, .lineSeparator, .paragraphSeparator:
-                out.append(contentsOf: "\\u{\(String(scalar.value, radix: 16))}".utf8)
-            default:
-                out.append(contentsOf: String(scalar).utf8)
-            }
+            out.append(contentsOf: (VisibleText.isHidden(scalar) ? VisibleText.escape(scalar) : String(scalar)).utf8)
         }
     }
 }
