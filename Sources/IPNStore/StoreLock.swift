@@ -1,3 +1,4 @@
+import Foundation
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -52,12 +53,9 @@ public final class StoreLock: Sendable {
     /// there is no store yet. Nothing changes for anyone but root.
     private static func giveToStoreOwner(_ descriptor: Int32, storePath: String) {
         guard geteuid() == 0 else { return }
+        let directory = (storePath as NSString).deletingLastPathComponent
         var owner = stat()
-        let slash = storePath.lastIndex(of: "/")
-        let directory = slash.map { $0 == storePath.startIndex ? "/" : String(storePath[..<$0]) } ?? "."
-        guard stat(storePath, &owner) == 0 || stat(directory, &owner) == 0 else { return }
-        var current = stat()
-        guard fstat(descriptor, &current) == 0, current.st_uid != owner.st_uid || current.st_gid != owner.st_gid else { return }
+        guard stat(storePath, &owner) == 0 || stat(directory.isEmpty ? "." : directory, &owner) == 0 else { return }
         _ = fchown(descriptor, owner.st_uid, owner.st_gid)
     }
 

@@ -6,7 +6,7 @@ import Testing
 struct StoreLockTests {
     /// Run as root (CI is), the store directory is given to another user first, as the service
     /// user's directory is under systemd; run as anyone else there is nothing to hand over.
-    @Test("created by root, the lock file belongs to the store's owner, who can then take the lock")
+    @Test("created by root, the lock file belongs to the store's owner (the directory's before the store exists)")
     func rootHandsTheLockFileToTheStoreOwner() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ipnd-lock-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

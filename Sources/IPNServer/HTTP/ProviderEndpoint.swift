@@ -40,11 +40,7 @@ struct ProviderEndpoint: Sendable {
         } catch {
             bodyEnded = error
         }
-        let clientIP = ClientAddress.resolve(
-            peer: context.peerAddress,
-            forwardedFor: request.headers.scannedValues(.xForwardedFor),
-            trustedProxies: config.server.trustedProxies
-        )
+        let clientIP = clientAddress(of: request, context: context)
         let raw = RawRequest(
             method: request.method.rawValue,
             target: request.uri.string,
@@ -93,12 +89,13 @@ struct ProviderEndpoint: Sendable {
         } catch {
             var verifiedOrderRef: String?
             if case .verified(_, let notification) = entry { verifiedOrderRef = notification.orderRef }
+            let latency = ContinuousClock.now - started
             logger.error("notification not stored", metadata: [
                 "provider": .string(providerName), "account": .string(received.account), "error": "\(error)",
                 "order_ref": .string(verifiedOrderRef ?? ""), "client_ip": .string(raw.clientIP ?? ""), "status": "503",
-                "latency_ms": .string((ContinuousClock.now - started).milliseconds),
+                "latency_ms": .string(latency.milliseconds),
             ])
-            metrics.storeUnavailable(provider: providerName, latency: ContinuousClock.now - started)
+            metrics.storeUnavailable(provider: providerName, latency: latency)
             tally.countStoreFailure()
             var response = Response.plain(503, "store unavailable, retry later\n")
             response.headers[.retryAfter] = "30"
@@ -178,11 +175,7 @@ struct ProviderEndpoint: Sendable {
     /// section 3).
     private func tooLarge(_ request: Request, context: IPNRequestContext, provider: String, account: String, detail: String) -> Response {
         metrics.tooLarge(provider: provider)
-        let clientIP = ClientAddress.resolve(
-            peer: context.peerAddress,
-            forwardedFor: request.headers.scannedValues(.xForwardedFor),
-            trustedProxies: config.server.trustedProxies
-        )
+        let clientIP = clientAddress(of: request, context: context)
         logger.warning("request body too large, not stored; connection closed", metadata: [
             "provider": .string(provider), "account": .string(account.truncated(toUTF8Bytes: 128)),
             "detail": .string(detail), "limit": .stringConvertible(config.server.maxBodyBytes),
@@ -190,6 +183,15 @@ struct ProviderEndpoint: Sendable {
             "peer": .string(context.peerAddress?.description ?? "unknown"), "status": "413",
         ])
         return Response.plain(413, "request body too large\n").closingConnection(context.channel)
+    }
+
+    /// The client: the peer, or the address a trusted proxy forwarded for.
+    private func clientAddress(of request: Request, context: IPNRequestContext) -> IPAddress? {
+        ClientAddress.resolve(
+            peer: context.peerAddress,
+            forwardedFor: request.headers.scannedValues(.xForwardedFor),
+            trustedProxies: config.server.trustedProxies
+        )
     }
 }
 
