@@ -52,11 +52,18 @@ let package = Package(
             dependencies: ["COpenSSL"],
             swiftSettings: swiftSettings
         ),
-        // SQLite store: schema, migrations, the one write path, read queries.
+        // The store boundary, no database: records, the store protocols, and the one pure
+        // decision of what a notification writes, which every backend calls.
         .target(
             name: "IPNStore",
+            dependencies: ["IPNCore"],
+            swiftSettings: swiftSettings
+        ),
+        // The SQLite backend (GRDB): schema, migrations, the group-commit writer, queries.
+        .target(
+            name: "IPNStoreSQLite",
             dependencies: [
-                "IPNCore", "CSQLiteSetup",
+                "IPNCore", "IPNStore", "CSQLiteSetup",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
@@ -76,7 +83,7 @@ let package = Package(
         .target(
             name: "IPNServer",
             dependencies: [
-                "IPNCore", "IPNStore", "IPNConfig",
+                "IPNCore", "IPNStore", "IPNStoreSQLite", "IPNConfig",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
@@ -92,7 +99,7 @@ let package = Package(
         .target(
             name: "IPNCommands",
             dependencies: [
-                "IPNCore", "IPNStore", "IPNConfig", "IPNServer",
+                "IPNCore", "IPNStore", "IPNStoreSQLite", "IPNConfig", "IPNServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -111,7 +118,7 @@ let package = Package(
         .executableTarget(
             name: "ipnd-bench",
             dependencies: [
-                "IPNCore", "IPNConfig", "IPNStore",
+                "IPNCore", "IPNConfig", "IPNStore", "IPNStoreSQLite",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings,
@@ -124,9 +131,9 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
-            name: "IPNStoreTests",
+            name: "IPNStoreSQLiteTests",
             dependencies: [
-                "IPNStore", "IPNCore", .product(name: "GRDB", package: "GRDB.swift"),
+                "IPNStore", "IPNStoreSQLite", "IPNCore", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ],
             swiftSettings: swiftSettings
@@ -139,7 +146,7 @@ let package = Package(
         .testTarget(
             name: "IPNServerTests",
             dependencies: [
-                "IPNServer", "IPNStore", "IPNConfig", "IPNCore", "IPNCommands",
+                "IPNServer", "IPNStore", "IPNStoreSQLite", "IPNConfig", "IPNCore", "IPNCommands",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOPosix", package: "swift-nio"),

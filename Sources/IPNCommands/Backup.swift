@@ -1,5 +1,6 @@
 import ArgumentParser
 import IPNStore
+import IPNStoreSQLite
 
 /// `ipnd backup PATH`: a consistent online copy of the store while the daemon runs.
 struct Backup: AsyncParsableCommand {

@@ -38,7 +38,7 @@ struct ListNotifications: AsyncParsableCommand {
         let query = NotificationFilter(
             provider: filter.provider, account: filter.account, verdict: verdict.flatMap { Verdict(rawValue: $0) },
             since: filter.sinceTimestamp, limit: filter.limit)
-        let notifications = try StoreAccess.read(config) { db in try Queries.notifications(db, query) }
+        let notifications = try await StoreAccess.read(config) { store throws(StoreError) in try await store.notifications(query, includeRaw: false) }
         let objects = notifications.map { RecordJSON.notification($0) }
         switch format {
         case .json: Console.output(JSONLines.text(objects))

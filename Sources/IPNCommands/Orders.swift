@@ -3,6 +3,7 @@ import IPNConfig
 import IPNCore
 import IPNServer
 import IPNStore
+import IPNStoreSQLite
 
 /// `ipnd orders list|show|expect`.
 struct Orders: AsyncParsableCommand {
@@ -66,7 +67,7 @@ struct ListOrders: AsyncParsableCommand {
         let query = OrderFilter(
             provider: filter.provider, account: filter.account, state: state.flatMap { OrderState(rawValue: $0) },
             since: filter.sinceTimestamp, limit: filter.limit)
-        let orders = try StoreAccess.read(config) { db in try Queries.orders(db, query) }
+        let orders = try await StoreAccess.read(config) { store throws(StoreError) in try await store.orders(query) }
         switch format {
         case .json: Console.output(JSONLines.text(orders.map(RecordJSON.order)))
         case .csv: Console.output(CSV.text(columns: RecordJSON.orderColumns, objects: orders.map(RecordJSON.order)))
@@ -105,8 +106,8 @@ struct ShowOrder: AsyncParsableCommand {
     func run() async throws {
         let config = try options.load(secrets: .skip)
         let (provider, account, orderRef) = (provider, account, orderRef)
-        let detail = try StoreAccess.read(config) { db in
-            try Queries.order(db, provider: provider, account: account, orderRef: orderRef)
+        let detail = try await StoreAccess.read(config) { store throws(StoreError) in
+            try await store.order(provider: provider, account: account, orderRef: orderRef, includeRaw: false)
         }
         guard let detail else {
             Console.error("no order \"\(orderRef)\" for \(provider)/\(account) in \(config.store.path)")

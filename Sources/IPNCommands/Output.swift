@@ -1,4 +1,6 @@
+import IPNStore
 import Foundation
+import IPNCore
 import ArgumentParser
 import IPNServer
 

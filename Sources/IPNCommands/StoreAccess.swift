@@ -1,13 +1,16 @@
-import GRDB
 import IPNConfig
 import IPNStore
+import IPNStoreSQLite
 
-/// The query commands' read-only access to the store: exit 3 when it cannot be read.
+/// The query commands' access to the store: read-only for SQLite (safe while the daemon runs),
+/// exit 3 when it cannot be read.
 enum StoreAccess {
-    static func read<T>(_ config: IPNDConfig, _ body: (Database) throws -> T) throws -> T {
+    /// Runs `body` against the config's store, read-only; prints why and exits 3 when the
+    /// store cannot be opened or read.
+    static func read<T>(_ config: IPNDConfig, _ body: (any StoreReading) async throws(StoreError) -> T) async throws -> T {
         do {
-            let store = try ReadOnlyStore(path: config.store.path)
-            return try store.read(body)
+            let store = try SQLiteReadOnlyStore(path: config.store.path)
+            return try await body(store)
         } catch {
             Console.error("store unavailable: \(error)")
             throw ExitStatus.storeUnavailable

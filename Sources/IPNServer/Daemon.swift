@@ -2,6 +2,7 @@ import Hummingbird
 import IPNConfig
 import IPNCore
 import IPNStore
+import IPNStoreSQLite
 import Logging
 import ServiceLifecycle
 import UnixSignals
@@ -10,10 +11,12 @@ import UnixSignals
 /// graceful shutdown, after which in-flight writes are committed and the store is closed.
 public final class Daemon: Sendable {
     public let config: IPNDConfig
-    public let store: Store
-    /// Held from before the store is opened until the process ends.
-    private let storeLock: StoreLock
-    public let inbox: Inbox
+    public let store: any Store
+    /// For a SQLite store: held from before the store is opened until the process ends.
+    private let storeLock: StoreLock?
+
+    /// The store when it is SQLite (tests reach its file through it).
+    public var sqliteStore: SQLiteStore? { store as? SQLiteStore }
     let logger: Logger
     let metrics: ServerMetrics
     let metricsRegistry: MetricsRegistry
@@ -48,14 +51,13 @@ public final class Daemon: Sendable {
         self.config = config
         self.logger = logger
         self.notifier = notifier
-        // Before the store is opened: a second daemon must not migrate it under the first.
-        storeLock = try StoreLock(storePath: config.store.path)
-        store = try Store(path: config.store.path)
         metricsRegistry = MetricsRegistry()
         let metrics = metricsRegistry.server
         self.metrics = metrics
-        inbox = Inbox(
-            store: store, maxBatch: config.store.maxBatch,
+        // Before the store is opened: a second daemon must not migrate it under the first.
+        storeLock = try StoreLock(storePath: config.store.path)
+        store = try SQLiteStore(
+            path: config.store.path, maxBatch: config.store.maxBatch,
             commitObserver: { size, seconds, failed in
                 metrics.commit(batchSize: size, seconds: seconds, failed: failed)
             },
@@ -72,8 +74,8 @@ public final class Daemon: Sendable {
     /// Serves until one of `signals` arrives or `shutdown()` is called, then drains in-flight
     /// requests, commits what they started and closes the store.
     public func run(gracefulShutdownSignals signals: [UnixSignal] = [.sigterm, .sigint]) async throws {
-        let health = HealthEndpoints(inbox: inbox, logger: logger)
-        let endpoint = ProviderEndpoint(config: config, inbox: inbox, logger: logger, metrics: metrics, tally: tally)
+        let health = HealthEndpoints(store: store, logger: logger)
+        let endpoint = ProviderEndpoint(config: config, store: store, logger: logger, metrics: metrics, tally: tally)
         let metrics = metrics
         let providerApp = Application(
             router: Routes.providerRouter(endpoint: endpoint, health: health),
@@ -92,7 +94,7 @@ public final class Daemon: Sendable {
             ])
         }
         let opsRouter = Routes.opsRouter(
-            api: OpsAPI(config: config, inbox: inbox, logger: logger), health: health,
+            api: OpsAPI(config: config, store: store, logger: logger), health: health,
             metrics: MetricsEndpoint(registry: metricsRegistry, store: store),
             tokenDigests: config.ops.tokenDigests, logger: logger)
         let opsApp = Application(
@@ -107,7 +109,7 @@ public final class Daemon: Sendable {
             logger: logger
         )
         let systemd = SystemdService(
-            notifier: notifier, watchdogInterval: SystemdNotifier.watchdogInterval(), inbox: inbox, tally: tally, logger: logger,
+            notifier: notifier, watchdogInterval: SystemdNotifier.watchdogInterval(), store: store, tally: tally, logger: logger,
             ready: { [self] in await listeningPorts() != nil })
         // Shut down in reverse order: systemd hears STOPPING=1 first, then the listeners stop
         // accepting and finish their in-flight requests.
@@ -147,17 +149,15 @@ public final class Daemon: Sendable {
         do {
             try await group.run()
         } catch {
-            await inbox.shutdown()
-            _ = try? store.close()
+            _ = try? await store.close()
             throw error
         }
-        await inbox.shutdown()
-        if let checkpointFailure = try store.close() {
+        if let checkpointFailure = try await store.close() {
             // Not a failed stop: every acknowledged notification is committed in the WAL.
             logger.warning("store closed without its final checkpoint; what was committed stays in the WAL, read at the next start",
-                           metadata: ["store": "\(store.path)", "error": "\(checkpointFailure)"])
+                           metadata: ["store": "\(store.location)", "error": "\(checkpointFailure)"])
         }
-        logger.info("stopped", metadata: ["store": "\(store.path)"])
+        logger.info("stopped", metadata: ["store": "\(store.location)"])
     }
 
     /// Starts a graceful shutdown, as SIGTERM does.
@@ -214,7 +214,7 @@ public final class Daemon: Sendable {
         logger.info("listening", metadata: [
             "provider_listener": "\(config.server.host):\(ports.provider)",
             "ops_listener": "\(config.ops.host):\(ports.ops)",
-            "store": "\(store.path)",
+            "store": "\(store.location)",
             "accounts": "\(config.accounts.count)",
         ])
         for waiter in waiters.values { waiter.resume(returning: ports) }

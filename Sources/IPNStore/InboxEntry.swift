@@ -11,6 +11,9 @@ public struct ReceivedRequest: Sendable {
     /// The kept header fields as a JSON object text (secrets already redacted).
     public var headers: String
     public var body: [UInt8]
+    /// The rejected notification whose stored request this is, when `notifications reverify`
+    /// records it again.
+    public var reverifiedFrom: Int64?
 
     public init(
         provider: String,
@@ -19,7 +22,8 @@ public struct ReceivedRequest: Sendable {
         clientIP: String?,
         target: String,
         headers: String,
-        body: [UInt8]
+        body: [UInt8],
+        reverifiedFrom: Int64? = nil
     ) {
         self.provider = provider
         self.account = account
@@ -28,6 +32,7 @@ public struct ReceivedRequest: Sendable {
         self.target = target
         self.headers = headers
         self.body = body
+        self.reverifiedFrom = reverifiedFrom
     }
 }
 
@@ -53,6 +58,22 @@ public struct RecordOutcome: Sendable, Equatable {
     /// Notifications stored `unlinked` that this payment linked, and what they then did, in
     /// the order they were applied.
     public var linked: [LinkedNotification] = []
+    /// How many order events the notification wrote (they are in the feed once this returns).
+    public var eventsWritten: Int = 0
+
+    public init(
+        notificationID: Int64, verdict: Verdict, orderState: OrderState? = nil, orderRef: String? = nil,
+        explanation: String? = nil, flag: OrderFlag? = nil, linked: [LinkedNotification] = [], eventsWritten: Int = 0
+    ) {
+        self.notificationID = notificationID
+        self.verdict = verdict
+        self.orderState = orderState
+        self.orderRef = orderRef
+        self.explanation = explanation
+        self.flag = flag
+        self.linked = linked
+        self.eventsWritten = eventsWritten
+    }
 }
 
 /// A notification that waited (`unlinked`) for its payment, applied when the payment arrived.
@@ -64,4 +85,12 @@ public struct LinkedNotification: Sendable, Equatable {
     public var orderState: OrderState?
     public var explanation: String?
     public var flag: OrderFlag?
+
+    public init(notificationID: Int64, verdict: Verdict, orderState: OrderState?, explanation: String?, flag: OrderFlag?) {
+        self.notificationID = notificationID
+        self.verdict = verdict
+        self.orderState = orderState
+        self.explanation = explanation
+        self.flag = flag
+    }
 }

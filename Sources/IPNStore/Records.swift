@@ -15,6 +15,24 @@ public struct OrderRecord: Sendable, Equatable {
     public var flags: [String]
     public var createdAt: String
     public var updatedAt: String
+
+    public init(
+        id: Int64, provider: String, account: String, orderRef: String, providerTxnID: String?, state: OrderState,
+        amount: Money?, refundedMinor: Int64, expected: Money?, flags: [String], createdAt: String, updatedAt: String
+    ) {
+        self.id = id
+        self.provider = provider
+        self.account = account
+        self.orderRef = orderRef
+        self.providerTxnID = providerTxnID
+        self.state = state
+        self.amount = amount
+        self.refundedMinor = refundedMinor
+        self.expected = expected
+        self.flags = flags
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+    }
 }
 
 /// One state change of an order.
@@ -24,6 +42,13 @@ public struct TransitionRecord: Sendable, Equatable {
     public var at: String
     /// The notification that caused it; nil for a registered expectation.
     public var notificationID: Int64?
+
+    public init(from: OrderState?, to: OrderState, at: String, notificationID: Int64?) {
+        self.from = from
+        self.to = to
+        self.at = at
+        self.notificationID = notificationID
+    }
 }
 
 /// One received request with its verdict.
@@ -47,6 +72,34 @@ public struct NotificationRecord: Sendable, Equatable {
     public var body: [UInt8]?
     /// The kept request headers (JSON object text), only when the body is asked for.
     public var headers: String?
+    /// The rejected notification this one was recorded from by `notifications reverify`.
+    public var reverifiedFrom: Int64?
+
+    public init(
+        id: Int64, provider: String, account: String, orderRef: String?, receivedAt: String, verdict: Verdict,
+        reason: String?, reasonDetail: String?, kind: String?, providerStatus: String?, dedupKey: String?,
+        clientIP: String?, providerTxnID: String?, amount: Money?, detail: String?, body: [UInt8]? = nil,
+        headers: String? = nil, reverifiedFrom: Int64? = nil
+    ) {
+        self.id = id
+        self.provider = provider
+        self.account = account
+        self.orderRef = orderRef
+        self.receivedAt = receivedAt
+        self.verdict = verdict
+        self.reason = reason
+        self.reasonDetail = reasonDetail
+        self.kind = kind
+        self.providerStatus = providerStatus
+        self.dedupKey = dedupKey
+        self.clientIP = clientIP
+        self.providerTxnID = providerTxnID
+        self.amount = amount
+        self.detail = detail
+        self.body = body
+        self.headers = headers
+        self.reverifiedFrom = reverifiedFrom
+    }
 }
 
 /// An order with how it got where it is.
@@ -54,6 +107,17 @@ public struct OrderDetail: Sendable, Equatable {
     public var order: OrderRecord
     public var transitions: [TransitionRecord]
     public var notifications: [NotificationRecord]
+    /// The events the order's changes wrote, ascending.
+    public var events: [EventRecord]
+
+    public init(
+        order: OrderRecord, transitions: [TransitionRecord], notifications: [NotificationRecord], events: [EventRecord] = []
+    ) {
+        self.order = order
+        self.transitions = transitions
+        self.notifications = notifications
+        self.events = events
+    }
 }
 
 /// Which orders to list, newest first.
@@ -96,5 +160,19 @@ public struct NotificationFilter: Sendable, Equatable {
         self.since = since
         self.limit = limit
         self.beforeID = beforeID
+    }
+}
+
+/// What registering an expectation found.
+public struct ExpectationOutcome: Sendable, Equatable {
+    /// The order's state (`expected` when the expectation created it).
+    public let state: OrderState
+    /// Why the order was flagged `amount_mismatch`: it was already authorized or paid with
+    /// another amount.
+    public let mismatch: String?
+
+    public init(state: OrderState, mismatch: String?) {
+        self.state = state
+        self.mismatch = mismatch
     }
 }

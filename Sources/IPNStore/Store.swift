@@ -1,98 +1,132 @@
-import Foundation
-import GRDB
 import IPNCore
 
-/// The SQLite file: WAL, `synchronous=FULL`, one writer (the `Inbox`), concurrent readers.
-public final class Store: Sendable {
-    /// Where the file is.
-    public let path: String
-    let pool: DatabasePool
-    /// The WAL's length after the last commit (the writer's checkpoints go by it).
-    let walLength: WALLength
+/// Reading the store: what the query commands, the ops API, the console and the metrics ask.
+/// Every backend answers the same questions with the same records.
+public protocol StoreReading: Sendable {
+    /// Orders, newest first.
+    func orders(_ filter: OrderFilter) async throws(StoreError) -> [OrderRecord]
+    /// One order with its transitions, notifications and events; nil when unknown.
+    func order(provider: String, account: String, orderRef: String, includeRaw: Bool) async throws(StoreError) -> OrderDetail?
+    /// Received notifications, newest first.
+    func notifications(_ filter: NotificationFilter, includeRaw: Bool) async throws(StoreError) -> [NotificationRecord]
+    /// Order counts by state.
+    func orderCountsByState() async throws(StoreError) -> [OrderState: Int]
+    /// Events after `filter.after`, ascending; a page with `oldestSeq` set when retention removed
+    /// events after `filter.after`.
+    func events(_ filter: EventFilter) async throws(StoreError) -> EventPage
+    /// Deliveries, newest first.
+    func deliveries(_ filter: DeliveryFilter) async throws(StoreError) -> [DeliveryRecord]
+    /// Each delivery target the store knows of (configured or with deliveries): pause, backlog.
+    func deliveryTargets() async throws(StoreError) -> [DeliveryTargetStatus]
+}
 
-    /// Opens (creating if needed) and migrates the store for the daemon. A write waits up to
-    /// `busyTimeout` seconds for a lock another connection holds.
-    public init(path: String, busyTimeout: TimeInterval = 5) throws(StoreError) {
-        self.path = path
-        // The daemon opens no connection before this one, so the settings hold for all of them.
-        _ = SQLiteLibrary.configure()
-        var configuration = Configuration()
-        configuration.label = "ipnd"
-        configuration.busyMode = .timeout(busyTimeout)
-        configuration.maximumReaderCount = 4
-        configuration.prepareDatabase { db in
-            // Every commit is on disk before it returns: an acknowledgement is never sent for
-            // a notification a power loss could take back.
-            try db.execute(sql: "PRAGMA synchronous = FULL")
-            try db.execute(sql: "PRAGMA journal_size_limit = 67108864")
-        }
-        let pool: DatabasePool
-        do {
-            pool = try DatabasePool(path: path, configuration: configuration)
-            // GRDB turns WAL on after `prepareDatabase` and sets the writer connection to
-            // synchronous=NORMAL as it does: a commit would then return before its fsync.
-            try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
-            try pool.read { db in try Schema.refuseNewerSchema(db) }
-            try Schema.migrator.migrate(pool)
-        } catch {
-            throw StoreError(error, doing: "open \(path)")
-        }
-        self.pool = pool
-        walLength = WALLength(installedOn: pool)
-    }
+/// The store the daemon writes: one notification, one expectation, one delivery outcome at a
+/// time, each acknowledged only once committed. `SQLiteStore` and `PostgresStore` implement it.
+public protocol Store: StoreReading {
+    /// Records `entry` through the one write path and returns its verdict once committed.
+    func record(_ entry: InboxEntry) async throws(StoreError) -> RecordOutcome
+    /// Registers the amount and currency `orderRef` must be paid with, creating the order in
+    /// state `expected` when it is not known yet.
+    func setExpectation(provider: String, account: String, orderRef: String, amount: Money) async throws(StoreError)
+        -> ExpectationOutcome
+    /// Proves the store accepts a durable write right now (readiness and watchdog).
+    func heartbeat() async throws(StoreError)
+    /// The delivery targets events are written with from now on (the config's, at start and
+    /// on reload).
+    func setDeliveryRoutes(_ routes: [DeliveryRoute])
+    /// Told when this process commits events (another node's commits are found by polling).
+    var eventSignal: EventSignal { get }
 
-    /// Runs `body` against a consistent read snapshot (the ops API, readiness checks).
-    public func read<T: Sendable>(_ body: @Sendable (Database) throws -> T) async throws(StoreError) -> T {
-        do {
-            return try await pool.read(body)
-        } catch {
-            throw StoreError(error, doing: "read")
-        }
-    }
+    /// Takes up to `limit` deliveries of `target` that are due at `now` and first in line for
+    /// their order, leasing them to `owner` until `leaseUntil`.
+    func claimDeliveries(target: String, limit: Int, now: String, leaseUntil: String, owner: String) async throws(StoreError)
+        -> [DeliveryAttempt]
+    /// Records what attempts came to (only for deliveries `owner` still leases).
+    func finishDeliveries(_ results: [DeliveryAttemptResult], owner: String) async throws(StoreError)
+    /// Gives back deliveries `owner` leased without an answer (shutdown): due again at once.
+    func releaseDeliveries(ids: [Int64], owner: String, now: String) async throws(StoreError)
+    /// Pauses `target` (it answered 410) until `resumeTarget`.
+    func pauseTarget(_ target: String, reason: String, at: String) async throws(StoreError)
+    /// Resumes a paused target; returns how many of its deliveries are due again.
+    func resumeTarget(_ target: String, now: String) async throws(StoreError) -> Int
+    /// Puts deliveries back to pending for an immediate attempt; returns how many.
+    func retryDeliveries(_ selection: DeliveryRetrySelection, now: String) async throws(StoreError) -> Int
 
-    /// Checkpoints the WAL into the main file and closes all connections. A checkpoint that
-    /// cannot run (another process holds the lock, the disk is full) loses nothing: what was
-    /// committed stays in the WAL, which the next open reads. It is returned for the log.
+    /// Where the store is, for logs: a file path, or the database's address (never a password).
+    var location: String { get }
+
+    /// Stops taking writes, waits for those already accepted and closes the store. Returns a
+    /// failure that lost nothing, for the log (a final checkpoint SQLite could not make).
     @discardableResult
-    public func close() throws(StoreError) -> StoreError? {
-        var checkpointFailure: StoreError?
-        do {
-            try pool.writeWithoutTransaction { db in
-                _ = try db.checkpoint(.truncate)
-            }
-        } catch {
-            checkpointFailure = StoreError(error, doing: "checkpoint the WAL before closing")
-        }
-        do {
-            try pool.close()
-        } catch {
-            throw StoreError(error, doing: "close")
-        }
-        return checkpointFailure
+    func close() async throws(StoreError) -> StoreError?
+}
+
+/// A delivery target as the store sees it.
+public struct DeliveryTargetStatus: Sendable, Equatable {
+    public var name: String
+    /// When it was paused (410), nil when it is not.
+    public var pausedAt: String?
+    public var pausedReason: String?
+    /// Deliveries not yet delivered nor failed.
+    public var backlog: Int
+    /// When the oldest of them was created.
+    public var oldestPendingAt: String?
+    public var failed: Int
+
+    public init(name: String, pausedAt: String?, pausedReason: String?, backlog: Int, oldestPendingAt: String?, failed: Int) {
+        self.name = name
+        self.pausedAt = pausedAt
+        self.pausedReason = pausedReason
+        self.backlog = backlog
+        self.oldestPendingAt = oldestPendingAt
+        self.failed = failed
     }
 }
 
-/// The store could not do what was asked; the daemon answers 503 and the CLI exits 3.
-public struct StoreError: Error, Sendable, CustomStringConvertible {
-    public let message: String
-    /// The SQLite result code, when SQLite reported the failure.
-    public let sqliteCode: Int32?
+/// A delivery leased for one attempt, with its event.
+public struct DeliveryAttempt: Sendable, Equatable {
+    public var id: Int64
+    public var target: String
+    /// Attempts made before this one.
+    public var attempts: Int
+    /// When the first attempt was made (`Timestamp` text); nil before it.
+    public var firstAttemptAt: String?
+    public var event: EventRecord
 
-    public init(message: String, sqliteCode: Int32? = nil) {
-        self.message = message
-        self.sqliteCode = sqliteCode
+    public init(id: Int64, target: String, attempts: Int, firstAttemptAt: String?, event: EventRecord) {
+        self.id = id
+        self.target = target
+        self.attempts = attempts
+        self.firstAttemptAt = firstAttemptAt
+        self.event = event
+    }
+}
+
+/// What one attempt came to.
+public struct DeliveryAttemptResult: Sendable, Equatable {
+    public enum Outcome: Sendable, Equatable {
+        case delivered
+        /// Not delivered; attempted again at this time (`Timestamp` text).
+        case retry(at: String)
+        /// Not delivered, and given up (three days after the first attempt).
+        case failed
+        /// The target answered 410: the delivery waits, pending, until the target is resumed.
+        case paused
     }
 
-    init(_ error: any Error, doing action: String) {
-        if let error = error as? StoreError {
-            self = error
-        } else if let error = error as? DatabaseError {
-            self.init(message: "cannot \(action): \(error.message ?? "\(error.resultCode)") (\(error.resultCode))",
-                      sqliteCode: error.extendedResultCode.rawValue)
-        } else {
-            self.init(message: "cannot \(action): \(error)")
-        }
-    }
+    public var id: Int64
+    public var attemptedAt: String
+    /// The HTTP status, nil when none came (timeout, connection or TLS error).
+    public var status: Int?
+    /// What went wrong, for people; nil when delivered.
+    public var error: String?
+    public var outcome: Outcome
 
-    public var description: String { message }
+    public init(id: Int64, attemptedAt: String, status: Int?, error: String?, outcome: Outcome) {
+        self.id = id
+        self.attemptedAt = attemptedAt
+        self.status = status
+        self.error = error
+        self.outcome = outcome
+    }
 }

@@ -3,6 +3,7 @@ import Foundation
 import IPNConfig
 import IPNCore
 import IPNStore
+import IPNStoreSQLite
 
 /// `ipnd-bench generate`: writes unique, correctly signed notifications for every configured
 /// provider, each as a complete raw HTTP/1.1 request, for `scripts/bench.sh` to replay with wrk.
@@ -135,8 +136,7 @@ struct BenchStages: AsyncParsableCommand {
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ipnd-stages-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: directory) }
-            let store = try Store(path: directory.appendingPathComponent("s.sqlite").path)
-            let inbox = Inbox(store: store, maxBatch: maxBatch)
+            let inbox = try SQLiteStore(path: directory.appendingPathComponent("s.sqlite").path, maxBatch: maxBatch)
             let sample = Array(verified.prefix(count))
             let started = ContinuousClock.now
             // 64 writers at a time, as 64 connections would be.
@@ -155,8 +155,7 @@ struct BenchStages: AsyncParsableCommand {
                 try await group.waitForAll()
             }
             report("store write, max_batch \(maxBatch)", ContinuousClock.now - started, sample.count)
-            await inbox.shutdown()
-            try store.close()
+            try await inbox.close()
         }
     }
 

@@ -49,7 +49,7 @@ struct StoreFailureTests {
         let first = UnlimintRequests.body(order: "RO-1", id: "1", status: "COMPLETED")
         #expect(try await daemon.post("/ipn/unlimint", body: first, headers: UnlimintRequests.headers(for: first)).status == 200)
 
-        try await daemon.daemon.store.pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA query_only = ON") }
+        try await daemon.daemon.sqliteStore!.database.pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA query_only = ON") }
         let second = UnlimintRequests.body(order: "RO-2", id: "2", status: "COMPLETED")
         let refused = try await daemon.post("/ipn/unlimint", body: second, headers: UnlimintRequests.headers(for: second))
         #expect(refused.status == 503)
@@ -68,7 +68,7 @@ struct StoreFailureTests {
         #expect(try daemon.count("SELECT COUNT(*) FROM notifications") == 1)
         #expect(try daemon.orderState("RO-2") == nil)
 
-        try await daemon.daemon.store.pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA query_only = OFF") }
+        try await daemon.daemon.sqliteStore!.database.pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA query_only = OFF") }
         let retried = try await daemon.post("/ipn/unlimint", body: second, headers: UnlimintRequests.headers(for: second))
         #expect(retried.status == 200)
         #expect(retried.text == "OK")

@@ -11,7 +11,7 @@ import NIOCore
 /// client, verify, record (committed), and only then answer with the provider's exact bytes.
 struct ProviderEndpoint: Sendable {
     let config: IPNDConfig
-    let inbox: Inbox
+    let store: any Store
     let logger: Logger
     let metrics: ServerMetrics
     let tally: NotificationTally
@@ -85,7 +85,7 @@ struct ProviderEndpoint: Sendable {
 
         let outcome: RecordOutcome
         do {
-            outcome = try await inbox.record(entry)
+            outcome = try await store.record(entry)
         } catch {
             var verifiedOrderRef: String?
             if case .verified(_, let notification) = entry { verifiedOrderRef = notification.orderRef }

@@ -35,7 +35,11 @@ enum Routes {
         router.add(middleware: NotFoundMiddleware(json: true))
         router.add(middleware: BearerAuthMiddleware(tokenDigests: tokenDigests, logger: logger))
         router.add(middleware: MethodNotAllowedMiddleware(json: true, rules: [
-            .init(allowed: [.get, .head]) { ["/healthz", "/readyz", "/metrics", "/api/v1/orders", "/api/v1/notifications"].contains($0) },
+            .init(allowed: [.get, .head]) {
+                ["/healthz", "/readyz", "/metrics", "/api/v1/orders", "/api/v1/notifications", "/api/v1/events",
+                 "/api/v1/deliveries"].contains($0)
+            },
+            .init(allowed: [.post]) { ["/api/v1/deliveries/retry", "/api/v1/notifications/reverify"].contains($0) },
             // /api/v1/orders/{provider}/{order_ref}[/expectation]
             .init(allowed: [.put]) { $0.hasPrefix("/api/v1/orders/") && $0.hasSuffix("/expectation") },
             .init(allowed: [.get, .head]) { $0.hasPrefix("/api/v1/orders/") },
@@ -50,7 +54,7 @@ enum Routes {
 /// `GET /metrics`: Prometheus text format.
 struct MetricsEndpoint: Sendable {
     let registry: MetricsRegistry
-    let store: Store
+    let store: any StoreReading
 
     func register(on router: Router<IPNRequestContext>) {
         router.getAndHead("/metrics") { _, _ in
@@ -64,7 +68,7 @@ struct MetricsEndpoint: Sendable {
 
 /// `GET /healthz` (process alive) and `GET /readyz` (store accepts a durable write).
 struct HealthEndpoints: Sendable {
-    let inbox: Inbox
+    let store: any Store
     let logger: Logger
 
     func register(on router: Router<IPNRequestContext>) {
@@ -74,7 +78,7 @@ struct HealthEndpoints: Sendable {
 
     func readiness() async -> Response {
         do {
-            try await inbox.heartbeat()
+            try await store.heartbeat()
             return .plain(200, "ready\n")
         } catch {
             logger.warning("not ready: store does not accept writes", metadata: ["error": "\(error)"])

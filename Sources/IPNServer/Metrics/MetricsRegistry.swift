@@ -32,8 +32,8 @@ final class MetricsRegistry: Sendable {
 
     /// The Prometheus text exposition, with order counts read from `store` now. When the store
     /// cannot be read, the order gauges keep their last values.
-    func scrape(store: Store) async -> String {
-        if let counts = try? await store.read({ db in try Queries.orderCountsByState(db) }) {
+    func scrape(store: any StoreReading) async -> String {
+        if let counts = try? await store.orderCountsByState() {
             for (state, gauge) in ordersByState { gauge.set(to: Double(counts[state] ?? 0)) }
         }
         return registry.emitToString()

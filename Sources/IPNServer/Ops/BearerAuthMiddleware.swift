@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import IPNCore
+import IPNStore
 import Logging
 
 /// Guards the ops API (`/api/...`): `Authorization: Bearer <token>` whose SHA-256 is one of

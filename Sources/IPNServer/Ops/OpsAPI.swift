@@ -14,12 +14,10 @@ import NIOCore
 /// Lists are `{"items": [...], "next_cursor": ...}`, newest first, paged by id.
 struct OpsAPI: Sendable {
     let config: IPNDConfig
-    let inbox: Inbox
+    let store: any Store
     let logger: Logger
 
     static let maxExpectationBodyBytes = 4096
-
-    var store: Store { inbox.store }
 
     func register(on router: Router<IPNRequestContext>) {
         router.getAndHead("/api/v1/orders") { request, _ in await listOrders(request) }
@@ -31,6 +29,7 @@ struct OpsAPI: Sendable {
                 request, context: context, provider: context.pathParameter("provider"), orderRef: context.pathParameter("order_ref"))
         }
         router.getAndHead("/api/v1/notifications") { request, _ in await listNotifications(request) }
+        EventFeed(store: store, logger: logger).register(on: router)
     }
 
     func listOrders(_ request: Request) async -> Response {
@@ -54,7 +53,7 @@ struct OpsAPI: Sendable {
         filter.limit = pageSize + 1  // one more than asked says whether another page follows
         let chosen = filter
         return await answer {
-            let orders = try await store.read { db in try Queries.orders(db, chosen) }
+            let orders = try await store.orders(chosen)
             let page = ListCursor.page(orders, size: pageSize, list: .orders) { $0.id }
             return .json(200, RecordJSON.page(page.rows.map(RecordJSON.order), nextCursor: page.next))
         }
@@ -83,7 +82,7 @@ struct OpsAPI: Sendable {
         filter.limit = pageSize + 1
         let chosen = filter
         return await answer {
-            let notifications = try await store.read { db in try Queries.notifications(db, chosen, includeRaw: includeRaw) }
+            let notifications = try await store.notifications(chosen, includeRaw: includeRaw)
             let page = ListCursor.page(notifications, size: pageSize, list: .notifications) { $0.id }
             return .json(200, RecordJSON.page(page.rows.map { RecordJSON.notification($0, includeRaw: includeRaw) }, nextCursor: page.next))
         }
@@ -99,9 +98,7 @@ struct OpsAPI: Sendable {
             return .json(400, RecordJSON.error(error.message))
         }
         return await answer {
-            let detail = try await store.read { db in
-                try Queries.order(db, provider: provider, account: account, orderRef: orderRef, includeRaw: includeRaw)
-            }
+            let detail = try await store.order(provider: provider, account: account, orderRef: orderRef, includeRaw: includeRaw)
             guard let detail else {
                 return .json(404, RecordJSON.error("no order \"\(orderRef.prefix(128))\" for \(provider.prefix(32))/\(account.prefix(128))"))
             }
@@ -143,7 +140,7 @@ struct OpsAPI: Sendable {
         }
         let account = expectation.account
         return await answer {
-            let outcome = try await inbox.setExpectation(
+            let outcome = try await store.setExpectation(
                 provider: provider, account: account, orderRef: orderRef, amount: expectation.amount)
             var metadata: Logger.Metadata = [
                 "provider": "\(provider)", "account": "\(account)", "order_ref": "\(orderRef)",
@@ -155,9 +152,7 @@ struct OpsAPI: Sendable {
             } else {
                 logger.info("expectation registered", metadata: metadata)
             }
-            let detail = try await store.read { db in
-                try Queries.order(db, provider: provider, account: account, orderRef: orderRef)
-            }
+            let detail = try await store.order(provider: provider, account: account, orderRef: orderRef, includeRaw: false)
             guard let detail else { throw StoreError(message: "the order vanished after its expectation was committed") }
             return .json(200, RecordJSON.order(detail.order))
         }

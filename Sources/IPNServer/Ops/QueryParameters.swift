@@ -42,6 +42,51 @@ public enum QueryParameters {
         return Timestamp.format(epochMilliseconds: millis)
     }
 
+    public static func eventType(_ text: String) throws(QueryParameterError) -> EventType {
+        guard let type = EventType(rawValue: text) else {
+            throw QueryParameterError(
+                "type \"\(text.prefix(64))\" is not one of \(EventType.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        return type
+    }
+
+    public static func deliveryState(_ text: String) throws(QueryParameterError) -> DeliveryState {
+        guard let state = DeliveryState(rawValue: text) else {
+            throw QueryParameterError(
+                "state \"\(text.prefix(64))\" is not one of \(DeliveryState.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        return state
+    }
+
+    /// An event seq to read after: a whole number, 0 or more.
+    public static func seq(_ text: String, name: String = "after") throws(QueryParameterError) -> Int64 {
+        guard let seq = Int64(text), seq >= 0 else {
+            throw QueryParameterError("\(name) \"\(text.prefix(64))\" is not a whole number, 0 or more (an event seq)")
+        }
+        return seq
+    }
+
+    /// The most seconds a long poll waits.
+    public static let maxWaitSeconds = 60
+
+    /// How long a long poll may wait: 0 to 60 seconds, fractions allowed.
+    public static func wait(_ text: String) throws(QueryParameterError) -> Duration {
+        guard let seconds = Double(text), seconds.isFinite, seconds >= 0, seconds <= Double(maxWaitSeconds) else {
+            throw QueryParameterError("wait \"\(text.prefix(64))\" is not a number of seconds from 0 to \(maxWaitSeconds)")
+        }
+        return .milliseconds(Int64(seconds * 1000))
+    }
+
+    /// A delivery target's name as the config allows it: [a-z0-9_-]{1,64}.
+    public static func targetName(_ text: String) throws(QueryParameterError) -> String {
+        guard (1...64).contains(text.utf8.count),
+              text.utf8.allSatisfy({ (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") })
+        else {
+            throw QueryParameterError("target \"\(text.prefix(64))\" is not a delivery target name ([a-z0-9_-], 1 to 64 characters)")
+        }
+        return text
+    }
+
     /// A positive count, at most `max`.
     public static func limit(_ text: String, max: Int = Int.max) throws(QueryParameterError) -> Int {
         guard let limit = Int(text), limit >= 1, limit <= max else {
@@ -78,6 +123,7 @@ public enum ListCursor {
     public enum List: String, Sendable {
         case orders = "o"
         case notifications = "n"
+        case deliveries = "d"
     }
 
     /// The cursor of the page after the row with `lastID`.

@@ -8,7 +8,7 @@ import ServiceLifecycle
 struct SystemdService: Service {
     let notifier: SystemdNotifier
     let watchdogInterval: Duration?
-    let inbox: Inbox
+    let store: any Store
     let tally: NotificationTally
     let logger: Logger
     /// Returns true once the listeners are bound and READY=1 was sent; false when they never
@@ -62,7 +62,7 @@ struct SystemdService: Service {
         await withTaskGroup(of: Bool.self) { group in
             group.addTask {
                 do {
-                    try await inbox.heartbeat()
+                    try await store.heartbeat()
                     return true
                 } catch {
                     return false

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import IPNCore
+import IPNStore
 
 /// Read queries shared by the daemon's ops API and the read-only CLI.
 public enum Queries {
@@ -32,7 +33,9 @@ public enum Queries {
             db, sql: "SELECT * FROM notifications WHERE order_id = ? ORDER BY id",
             arguments: [order.id]
         ).map { try notificationRecord($0, includeRaw: includeRaw) }
-        return OrderDetail(order: order, transitions: transitions, notifications: notifications)
+        return OrderDetail(
+            order: order, transitions: transitions, notifications: notifications,
+            events: try EventQueries.forOrder(db, orderID: order.id))
     }
 
     public static func notifications(_ db: Database, _ filter: NotificationFilter, includeRaw: Bool = false) throws
@@ -124,11 +127,11 @@ public enum Queries {
             clientIP: row["client_ip"], providerTxnID: row["provider_txn_id"],
             amount: money(row["amount_minor"], row["currency"]), detail: row["detail"],
             body: includeRaw ? (row["body"] as Data?).map { [UInt8]($0) } : nil,
-            headers: includeRaw ? row["headers"] : nil
+            headers: includeRaw ? row["headers"] : nil, reverifiedFrom: row["reverified_from"]
         )
     }
 
-    private static func state(_ text: String) throws -> OrderState {
+    static func state(_ text: String) throws -> OrderState {
         guard let state = OrderState(rawValue: text) else {
             throw StoreError(message: "unknown order state \"\(text)\" in the store")
         }
@@ -141,7 +144,7 @@ public enum Queries {
 }
 
 /// The store opened read-only by the CLI while the daemon runs.
-public final class ReadOnlyStore: Sendable {
+public final class SQLiteReadOnlyStore: StoreReading {
     private let queue: DatabaseQueue
 
     public init(path: String) throws(StoreError) {
@@ -164,5 +167,33 @@ public final class ReadOnlyStore: Sendable {
         } catch {
             throw StoreError(error, doing: "read")
         }
+    }
+
+    public func orders(_ filter: OrderFilter) async throws(StoreError) -> [OrderRecord] {
+        try read { db in try Queries.orders(db, filter) }
+    }
+
+    public func order(provider: String, account: String, orderRef: String, includeRaw: Bool) async throws(StoreError) -> OrderDetail? {
+        try read { db in try Queries.order(db, provider: provider, account: account, orderRef: orderRef, includeRaw: includeRaw) }
+    }
+
+    public func notifications(_ filter: NotificationFilter, includeRaw: Bool) async throws(StoreError) -> [NotificationRecord] {
+        try read { db in try Queries.notifications(db, filter, includeRaw: includeRaw) }
+    }
+
+    public func orderCountsByState() async throws(StoreError) -> [OrderState: Int] {
+        try read { db in try Queries.orderCountsByState(db) }
+    }
+
+    public func events(_ filter: EventFilter) async throws(StoreError) -> EventPage {
+        try read { db in try EventQueries.page(db, filter) }
+    }
+
+    public func deliveries(_ filter: DeliveryFilter) async throws(StoreError) -> [DeliveryRecord] {
+        try read { db in try DeliveryQueries.list(db, filter) }
+    }
+
+    public func deliveryTargets() async throws(StoreError) -> [DeliveryTargetStatus] {
+        try read { db in try DeliveryQueries.targets(db) }
     }
 }

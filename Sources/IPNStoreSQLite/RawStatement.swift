@@ -1,6 +1,7 @@
 import GRDB
 import GRDBSQLite
 import IPNCore
+import IPNStore
 
 /// One of GRDB's cached prepared statements, bound and stepped through the SQLite C API.
 ///
@@ -125,11 +126,31 @@ enum RawValue {
 }
 
 /// What a job in a group-commit batch writes with: the writer's connection, inside the batch's
-/// transaction, the batch's timestamp and the write path's prepared statements.
+/// transaction, the batch's timestamp, the write path's prepared statements, the delivery
+/// routes events are written with, and what the batch wrote that others wait for.
 struct WriteContext {
     let db: Database
     let now: String
     let statements: WriteStatements
+    let routes: [DeliveryRoute]
+    let effects: BatchEffects
+
+    init(db: Database, now: String, statements: WriteStatements, routes: [DeliveryRoute] = [], effects: BatchEffects = BatchEffects()) {
+        self.db = db
+        self.now = now
+        self.statements = statements
+        self.routes = routes
+        self.effects = effects
+    }
+
+    /// Notes that the batch wrote an event (the feed's readers and the delivery service are told
+    /// once it commits).
+    func wroteEvents() { effects.events += 1 }
+}
+
+/// What one batch wrote that readers wait for; written and read on the writer queue only.
+final class BatchEffects: @unchecked Sendable {
+    var events = 0
 }
 
 /// The write path's statements, taken from GRDB's statement cache once per batch: a lookup
@@ -152,13 +173,13 @@ final class WriteStatements {
 
 /// The statements every notification runs.
 enum WriteSQL: Int, CaseIterable {
-    case dedupKeyLookup, deliveryOrder, dedupKeyInsert, notificationInsert, transitionInsert
-    case orderByRef, orderByID, orderInsert, orderUpdate
+    case dedupKeyLookup, deliveryOrder, dedupKeyInsert, notificationInsert, transitionInsert, refundInsert
+    case orderByRef, orderByID, orderInsert, orderUpdate, eventInsert, deliveryInsert
 
-    /// The columns `OrderRow` reads, in its order.
+    /// The columns `SQLiteFactsReader` reads an order from, in its order.
     private static let orderColumns = """
-        id, order_ref, state, amount_minor, currency, refunded_minor, expected_amount_minor, expected_currency,
-        flags, provider_txn_id, updated_at
+        id, provider, account, order_ref, state, amount_minor, currency, refunded_minor, expected_amount_minor,
+        expected_currency, flags, provider_txn_id, created_at, updated_at
         """
 
     var text: String {
@@ -182,11 +203,13 @@ enum WriteSQL: Int, CaseIterable {
             INSERT INTO notifications (
                 provider, account, received_at, client_ip, target, headers, body, verdict, reason,
                 reason_detail, kind, provider_status, dedup_key, order_ref, order_id, provider_txn_id, link_key,
-                amount_minor, currency, detail
-            ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                amount_minor, currency, detail, pending_effect, reverified_from
+            ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """
         case .transitionInsert:
             "INSERT INTO transitions (order_id, from_state, to_state, at, notification_id) VALUES (?, ?, ?, ?, ?)"
+        case .refundInsert:
+            "INSERT OR IGNORE INTO refunds (order_id, refund_id, amount_minor, notification_id) VALUES (?, ?, ?, ?)"
         case .orderByRef:
             "SELECT \(Self.orderColumns) FROM orders WHERE provider = ? AND account = ? AND order_ref = ?"
         case .orderByID:
@@ -194,14 +217,25 @@ enum WriteSQL: Int, CaseIterable {
         case .orderInsert:
             """
             INSERT INTO orders (provider, account, order_ref, provider_txn_id, state, amount_minor, currency,
-                                refunded_minor, created_at, updated_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                refunded_minor, expected_amount_minor, expected_currency, flags, created_at, updated_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """
         case .orderUpdate:
             """
-            UPDATE orders SET state = ?, amount_minor = ?, currency = ?, refunded_minor = ?, flags = ?,
-                              provider_txn_id = ?, updated_at = ?
+            UPDATE orders SET state = ?, amount_minor = ?, currency = ?, refunded_minor = ?, expected_amount_minor = ?,
+                              expected_currency = ?, flags = ?, provider_txn_id = ?, updated_at = ?
             WHERE id = ?
+            """
+        case .eventInsert:
+            """
+            INSERT INTO events (id, type, occurred_at, provider, account, order_id, order_ref, order_json, from_state,
+                                to_state, flag, notification_id, provider_status)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """
+        case .deliveryInsert:
+            """
+            INSERT INTO deliveries (target, event_seq, order_id, state, next_attempt_at, created_at)
+            VALUES (?, ?, ?, 'pending', ?, ?)
             """
         }
     }

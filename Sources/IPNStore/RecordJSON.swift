@@ -1,5 +1,4 @@
 import IPNCore
-import IPNStore
 
 /// The JSON objects of product.md section 1, shared by the CLI's `--format json` (and csv,
 /// which takes their scalar members) and the ops API, so both say the same thing.
@@ -68,6 +67,83 @@ public enum RecordJSON {
             members.append(("raw_headers", notification.headers.map(JSONOut.verbatim) ?? .null))
         }
         return .object(members)
+    }
+
+    /// An order event (product.md section 8): `id`, `seq`, `type`, `occurred_at`, `order` (the
+    /// order object as it stood right after the event) and `change` (`from`, `to`, `flag`,
+    /// `notification_id`, `provider_status`). The feed, the CLI's json lines and the delivered
+    /// bodies are this text.
+    public static func event(_ event: EventRecord) -> JSONOut {
+        .object([
+            ("id", .string(event.id)),
+            ("seq", .int(event.seq)),
+            ("type", .string(event.type.rawValue)),
+            ("occurred_at", .string(event.occurredAt)),
+            ("order", .verbatim(event.orderJSON)),
+            ("change", .object([
+                ("from", .optional(event.from?.rawValue)),
+                ("to", .string(event.to.rawValue)),
+                ("flag", .optional(event.flag)),
+                ("notification_id", .optional(event.notificationID)),
+                ("provider_status", .optional(event.providerStatus)),
+            ])),
+        ])
+    }
+
+    /// The csv columns of `events list`: the event's scalars, then its order's and change's.
+    public static let eventColumns = [
+        "seq", "id", "type", "occurred_at", "provider", "account", "order_ref", "from", "to", "flag", "notification_id",
+        "provider_status",
+    ]
+
+    /// An event's csv row as an object of `eventColumns`.
+    public static func eventRow(_ event: EventRecord) -> JSONOut {
+        .object([
+            ("seq", .int(event.seq)),
+            ("id", .string(event.id)),
+            ("type", .string(event.type.rawValue)),
+            ("occurred_at", .string(event.occurredAt)),
+            ("provider", .string(event.provider)),
+            ("account", .string(event.account)),
+            ("order_ref", .string(event.orderRef)),
+            ("from", .optional(event.from?.rawValue)),
+            ("to", .string(event.to.rawValue)),
+            ("flag", .optional(event.flag)),
+            ("notification_id", .optional(event.notificationID)),
+            ("provider_status", .optional(event.providerStatus)),
+        ])
+    }
+
+    /// A page of the feed: `{"events": [...], "next_after": SEQ}`.
+    public static func eventPage(_ page: EventPage) -> JSONOut {
+        .object([("events", .array(page.events.map(event))), ("next_after", .int(page.nextAfter))])
+    }
+
+    /// The members of a delivery object, all scalar: the csv columns of `deliveries list`.
+    public static let deliveryColumns = [
+        "id", "target", "event_id", "seq", "type", "provider", "account", "order_ref", "state", "attempts",
+        "last_attempt_at", "last_status", "last_error", "next_attempt_at", "delivered_at",
+    ]
+
+    /// A delivery (product.md section 8).
+    public static func delivery(_ delivery: DeliveryRecord) -> JSONOut {
+        .object([
+            ("id", .int(delivery.id)),
+            ("target", .string(delivery.target)),
+            ("event_id", .string(delivery.eventID)),
+            ("seq", .int(delivery.seq)),
+            ("type", .string(delivery.type.rawValue)),
+            ("provider", .string(delivery.provider)),
+            ("account", .string(delivery.account)),
+            ("order_ref", .string(delivery.orderRef)),
+            ("state", .string(delivery.state.rawValue)),
+            ("attempts", .int(Int64(delivery.attempts))),
+            ("last_attempt_at", .optional(delivery.lastAttemptAt)),
+            ("last_status", .optional(delivery.lastStatus.map(Int64.init))),
+            ("last_error", .optional(delivery.lastError)),
+            ("next_attempt_at", .optional(delivery.nextAttemptAt)),
+            ("delivered_at", .optional(delivery.deliveredAt)),
+        ])
     }
 
     /// A page of a list: `{"items": [...], "next_cursor": "..." | null}`.

@@ -1,6 +1,7 @@
 import Dispatch
 import GRDB
 import IPNCore
+import IPNStore
 
 /// Copies the WAL into the database file on a connection and thread of its own, so that the
 /// writer keeps committing while the copy and the database file's fsync run.

@@ -3,6 +3,7 @@ import Foundation
 import GRDB
 import GRDBSQLite
 import IPNCore
+import IPNStore
 
 /// The store's only writer. Each call waits in a queue; the writer takes every job waiting at
 /// that moment (up to `maxBatch`), runs them in order in one IMMEDIATE transaction, commits
@@ -29,7 +30,7 @@ import IPNCore
 /// that is left: the log stays within about `restartFrames + 2 * checkpointFrames`.
 final class GroupCommitWriter: Sendable {
     /// Held, not just its pool: the store owns the WAL hook's context.
-    private let store: Store
+    private let store: SQLiteDatabase
     private var pool: DatabasePool { store.pool }
     let maxBatch: Int
     /// New WAL frames that start a background pass.
@@ -44,6 +45,10 @@ final class GroupCommitWriter: Sendable {
     private let state = Locked(State())
     private let queue = DispatchQueue(label: "ipnd.store.writer", qos: .userInitiated)
     private let observer: (@Sendable (_ batchSize: Int, _ seconds: Double, _ failed: Bool) -> Void)?
+    /// The delivery routes the write path creates deliveries by (the config's, reloadable).
+    let routes = Locked<[DeliveryRoute]>([])
+    /// Told, after a commit, how many order events it wrote.
+    let eventsCommitted = Locked<(@Sendable (Int) -> Void)?>(nil)
     private let checkpointObserver: (@Sendable (_ seconds: Double, _ error: StoreError?) -> Void)?
 
     private struct State {
@@ -62,7 +67,7 @@ final class GroupCommitWriter: Sendable {
     }
 
     init(
-        store: Store,
+        store: SQLiteDatabase,
         maxBatch: Int,
         checkpointFrames: Int32 = 1000,
         restartFrames: Int32 = 8000,
@@ -158,15 +163,18 @@ final class GroupCommitWriter: Sendable {
     private func run(_ batch: [Job]) {
         let started = DispatchTime.now().uptimeNanoseconds
         let now = Timestamp.format(epochMilliseconds: Int64(Date().timeIntervalSince1970 * 1000))
+        let routes = self.routes.withLock { $0 }
+        let effects = BatchEffects()
         do {
             try pool.writeWithoutTransaction { db in
                 try db.inTransaction(.immediate) {
-                    let context = WriteContext(db: db, now: now, statements: WriteStatements(db))
+                    let context = WriteContext(db: db, now: now, statements: WriteStatements(db), routes: routes, effects: effects)
                     for job in batch { try job.run(context) }
                     return .commit
                 }
             }
             observe(batch.count, since: started, failed: false)
+            if effects.events > 0, let told = eventsCommitted.withLock({ $0 }) { told(effects.events) }
             for job in batch { job.finish(nil) }
             checkpointIfDue()
         } catch {

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import IPNCore
+import IPNStore
 
 /// Registers an expectation from outside the daemon (`ipnd orders expect`): one short
 /// IMMEDIATE transaction on the store file, with the same logic as `Inbox.setExpectation`.
@@ -37,8 +38,8 @@ public enum ExpectationWriter {
                     try Schema.refuseNewerSchema(db)
                     let now = Timestamp.format(epochMilliseconds: Int64(Date().timeIntervalSince1970 * 1000))
                     let tx = WriteContext(db: db, now: now, statements: WriteStatements(db))
-                    outcome = try Expectations.set(
-                        tx, scope: Scope(provider: provider, account: account), orderRef: orderRef, amount: amount)
+                    outcome = try Recorder.setExpectation(
+                        amount, scope: Scope(provider: provider, account: account), orderRef: orderRef, in: tx)
                     return .commit
                 }
                 return outcome

@@ -1,7 +1,8 @@
 import Foundation
 import GRDB
 import GRDBSQLite
-@testable import IPNStore
+import IPNStore
+@testable import IPNStoreSQLite
 import Testing
 
 @Suite("SQLite's process-wide settings")
@@ -14,7 +15,7 @@ struct SQLiteLibraryTests {
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ipnd-sqlite-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: directory) }
-            let store = try Store(path: directory.appendingPathComponent("ipnd.sqlite").path)
+            let store = try SQLiteDatabase(path: directory.appendingPathComponent("ipnd.sqlite").path)
             let writerHasMutex = try store.pool.writeWithoutTransaction { db in sqlite3_db_mutex(db.sqliteConnection) != nil }
             let readerHasMutex = try store.pool.read { db in sqlite3_db_mutex(db.sqliteConnection) != nil }
             try store.close()

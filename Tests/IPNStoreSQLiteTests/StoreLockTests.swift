@@ -1,5 +1,6 @@
 import Foundation
-@testable import IPNStore
+import IPNStore
+@testable import IPNStoreSQLite
 import Testing
 
 @Suite("The store's lock file")

@@ -1,21 +1,22 @@
 import Foundation
 import GRDB
 import IPNCore
-@testable import IPNStore
+import IPNStore
+@testable import IPNStoreSQLite
 import Testing
 
 /// A store in a fresh temporary file.
 struct TemporaryStore {
     let path: String
-    let store: Store
-    let inbox: Inbox
+    let store: SQLiteDatabase
+    let inbox: SQLiteStore
 
     init(maxBatch: Int, busyTimeout: TimeInterval = 5) throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ipnd-store-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         path = directory.appendingPathComponent("ipnd.sqlite").path
-        store = try Store(path: path, busyTimeout: busyTimeout)
-        inbox = Inbox(store: store, maxBatch: maxBatch)
+        store = try SQLiteDatabase(path: path, busyTimeout: busyTimeout)
+        inbox = SQLiteStore(database: store, maxBatch: maxBatch)
     }
 
     func order(_ ref: String, provider: String = "test") async throws -> OrderDetail? {
@@ -377,9 +378,9 @@ struct InboxTests {
             try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v9: from the future')")
         }
         try queue.close()
-        #expect(throws: StoreError.self) { try Store(path: first.path) }
+        #expect(throws: StoreError.self) { try SQLiteDatabase(path: first.path) }
         do {
-            _ = try Store(path: first.path)
+            _ = try SQLiteDatabase(path: first.path)
         } catch {
             #expect(error.message == "the store was migrated by a newer ipnd (v9: from the future); "
                 + "run that version, or restore a backup taken before the upgrade")
@@ -396,7 +397,7 @@ struct InboxTests {
         let undo = try DatabaseQueue(path: first.path)
         try await undo.write { db in try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier LIKE 'v9:%'") }
         try undo.close()
-        let reopened = try Store(path: first.path)
+        let reopened = try SQLiteDatabase(path: first.path)
         #expect(try await reopened.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM orders") } == 1)
         try reopened.close()
     }
@@ -418,7 +419,7 @@ struct InboxTests {
     func sharedCommits() async throws {
         let base = try TemporaryStore(maxBatch: 256)
         let sizes = Locked<[Int]>([])
-        let inbox = Inbox(store: base.store, maxBatch: 256) { size, _, _ in
+        let inbox = SQLiteStore(database: base.store, maxBatch: 256) { size, _, _ in
             sizes.withLock { $0.append(size) }
         }
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -460,7 +461,7 @@ struct InboxTests {
                     group.addTask {
                         let key = "W\(wave)-\(index)"
                         let entry = InboxEntry.verified(request(body: body), notification(key, .transition(.paid), order: key))
-                        _ = try await writer.submit { tx in try Recorder.record(entry, in: tx) }
+                        _ = try await writer.submit { tx in try Recorder.record(PreparedEntry(entry), in: tx) }
                     }
                 }
                 try await group.waitForAll()
@@ -491,7 +492,7 @@ struct InboxTests {
             for index in 0..<count {
                 let key = "\(prefix)-\(index)"
                 let entry = InboxEntry.verified(request(), notification(key, .transition(.paid), order: key))
-                _ = try await writer.submit { tx in try Recorder.record(entry, in: tx) }
+                _ = try await writer.submit { tx in try Recorder.record(PreparedEntry(entry), in: tx) }
             }
         }
         try await write("before", count: 20)
@@ -594,7 +595,7 @@ struct InboxTests {
         _ = try await store.inbox.record(.verified(request(), notification("x", .transition(.paid))))
         try store.store.close()
         // Reopening migrates nothing twice and keeps the data.
-        let reopened = try Store(path: store.path)
+        let reopened = try SQLiteDatabase(path: store.path)
         let orders = try await reopened.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM orders") }
         #expect(orders == 1)
     }
@@ -617,7 +618,7 @@ struct InboxTests {
                 """)
         }
         try queue.close()
-        let reopened = try Store(path: store.path)
+        let reopened = try SQLiteDatabase(path: store.path)
         let left = try await reopened.read { db in
             try Row.fetchAll(db, sql: "SELECT from_state, to_state, notification_id IS NULL FROM transitions ORDER BY id").map {
                 "\($0[0] as String? ?? "nil")->\($0[1] as String) \($0[2] as Bool ? "no notification" : "notification")"
@@ -655,7 +656,7 @@ struct InboxTests {
                 """)
         }
         try queue.close()
-        let reopened = try Store(path: store.path)
+        let reopened = try SQLiteDatabase(path: store.path)
         let rows = try await reopened.read { db in
             try Row.fetchAll(db, sql: "SELECT id, order_ref FROM notifications WHERE verdict = 'duplicate' ORDER BY id").map {
                 "\($0[0] as Int64) \($0[1] as String? ?? "nil")"
@@ -684,8 +685,8 @@ struct InboxTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ipnd-store-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let path = directory.appendingPathComponent("ipnd.sqlite").path
-        let store = try Store(path: path, busyTimeout: 0.4)
-        let inbox = Inbox(store: store, maxBatch: 256, commitObserver: { size, _, failed in
+        let store = try SQLiteDatabase(path: path, busyTimeout: 0.4)
+        let inbox = SQLiteStore(database: store, maxBatch: 256, commitObserver: { size, _, failed in
             attempts.withLock { $0.append((size, failed)) }
         })
         // An operator's session holds the lock until every write below has given up, however

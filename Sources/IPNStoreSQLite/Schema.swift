@@ -1,4 +1,5 @@
 import GRDB
+import IPNStore
 
 /// The store's tables, created and evolved by `DatabaseMigrator`.
 enum Schema {
@@ -137,6 +138,67 @@ enum Schema {
             // instead of reading the table back to its first row (see Queries.newestFirst).
             // Orders, fewer and read less, are not: the index costs every insert.
             try db.execute(sql: "CREATE INDEX notifications_by_received_at ON notifications(received_at)")
+        }
+        migrator.registerMigration("v5: order events, their deliveries, delivery targets; reverified notifications") { db in
+            // `seq` is AUTOINCREMENT: never reused, even once retention has removed every event.
+            // One writer commits at a time, so seq order is commit order.
+            try db.execute(sql: """
+                CREATE TABLE events (
+                    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                    id TEXT NOT NULL UNIQUE,
+                    type TEXT NOT NULL,
+                    occurred_at TEXT NOT NULL,
+                    provider TEXT NOT NULL,
+                    account TEXT NOT NULL,
+                    order_id INTEGER NOT NULL REFERENCES orders(id),
+                    order_ref TEXT NOT NULL,
+                    order_json TEXT NOT NULL,
+                    from_state TEXT,
+                    to_state TEXT NOT NULL,
+                    flag TEXT,
+                    notification_id INTEGER,
+                    provider_status TEXT
+                );
+                CREATE INDEX events_by_order ON events(order_id, seq);
+                CREATE INDEX events_by_occurred_at ON events(occurred_at);
+
+                CREATE TABLE deliveries (
+                    id INTEGER PRIMARY KEY,
+                    target TEXT NOT NULL,
+                    event_seq INTEGER NOT NULL REFERENCES events(seq),
+                    order_id INTEGER NOT NULL,
+                    state TEXT NOT NULL,
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    first_attempt_at TEXT,
+                    last_attempt_at TEXT,
+                    last_status INTEGER,
+                    last_error TEXT,
+                    next_attempt_at TEXT,
+                    delivered_at TEXT,
+                    lease_owner TEXT,
+                    lease_until TEXT,
+                    created_at TEXT NOT NULL
+                );
+                -- What is due, per target; and, per target and order, what comes first.
+                CREATE INDEX deliveries_due ON deliveries(target, next_attempt_at) WHERE state = 'pending';
+                CREATE INDEX deliveries_order_queue ON deliveries(target, order_id, event_seq) WHERE state = 'pending';
+                CREATE INDEX deliveries_by_target ON deliveries(target, state, id);
+                CREATE INDEX deliveries_by_event ON deliveries(event_seq);
+                CREATE INDEX deliveries_by_state ON deliveries(state, id);
+
+                CREATE TABLE delivery_targets (
+                    name TEXT PRIMARY KEY,
+                    paused_at TEXT,
+                    paused_reason TEXT
+                ) WITHOUT ROWID;
+
+                CREATE TABLE store_meta (
+                    key TEXT PRIMARY KEY,
+                    value TEXT NOT NULL
+                ) WITHOUT ROWID;
+
+                ALTER TABLE notifications ADD COLUMN reverified_from INTEGER;
+                """)
         }
         return migrator
     }

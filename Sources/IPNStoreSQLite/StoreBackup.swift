@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import IPNStore
 
 /// `ipnd backup`: a consistent copy of a live store through SQLite's online backup API.
 public enum StoreBackup {

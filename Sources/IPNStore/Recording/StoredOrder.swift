@@ -1,0 +1,110 @@
+import IPNCore
+
+/// Orders, notifications and dedup keys are scoped by provider and account.
+public struct Scope: Sendable, Hashable {
+    public let provider: String
+    public let account: String
+
+    public init(provider: String, account: String) {
+        self.provider = provider
+        self.account = account
+    }
+}
+
+/// An order as the write path reads and writes it.
+public struct StoredOrder: Sendable, Equatable {
+    /// The row's id; nil for an order the plan creates (the backend assigns it).
+    public var id: Int64?
+    public let scope: Scope
+    public let orderRef: String
+    public var state: OrderState
+    public var amount: Money?
+    public var refundedMinor: Int64
+    public var expected: Money?
+    public var flags: [String]
+    public var providerTxnID: String?
+    public var createdAt: String
+    public var updatedAt: String
+
+    public init(
+        id: Int64?, scope: Scope, orderRef: String, state: OrderState, amount: Money?, refundedMinor: Int64,
+        expected: Money?, flags: [String], providerTxnID: String?, createdAt: String, updatedAt: String
+    ) {
+        self.id = id
+        self.scope = scope
+        self.orderRef = orderRef
+        self.state = state
+        self.amount = amount
+        self.refundedMinor = refundedMinor
+        self.expected = expected
+        self.flags = flags
+        self.providerTxnID = providerTxnID
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+    }
+
+    /// The flags as the store keeps them: comma-separated.
+    public var flagsText: String { flags.joined(separator: ",") }
+
+    /// Flags from their stored text.
+    public static func flags(fromText text: String) -> [String] {
+        text.split(separator: ",").map(String.init)
+    }
+
+    var snapshot: OrderSnapshot {
+        OrderSnapshot(state: state, amount: amount, refundedMinor: refundedMinor, expected: expected)
+    }
+
+    /// The orders-list object of product.md section 1, as events carry it.
+    public var json: JSONOut {
+        RecordJSON.order(OrderRecord(
+            id: id ?? 0, provider: scope.provider, account: scope.account, orderRef: orderRef,
+            providerTxnID: providerTxnID, state: state, amount: amount, refundedMinor: refundedMinor, expected: expected,
+            flags: flags, createdAt: createdAt, updatedAt: updatedAt))
+    }
+}
+
+/// A refund of an order the store remembers by id.
+public struct StoredRefund: Sendable, Equatable {
+    public var refundID: String
+    public var amountMinor: Int64?
+
+    public init(refundID: String, amountMinor: Int64?) {
+        self.refundID = refundID
+        self.amountMinor = amountMinor
+    }
+}
+
+/// What a duplicate is recorded and answered with: its first delivery's order, as it is now.
+public struct FirstDelivery: Sendable, Equatable {
+    /// The first delivery's notification id.
+    public var notificationID: Int64
+    /// The order the first delivery's row names: the order's reference when it is linked to
+    /// one, else the reference the first delivery itself carried.
+    public var orderRef: String?
+    public var orderID: Int64?
+    /// The linked order's reference and state; nil when the first delivery has no order.
+    public var currentOrderRef: String?
+    public var orderState: OrderState?
+
+    public init(notificationID: Int64, orderRef: String?, orderID: Int64?, currentOrderRef: String?, orderState: OrderState?) {
+        self.notificationID = notificationID
+        self.orderRef = orderRef
+        self.orderID = orderID
+        self.currentOrderRef = currentOrderRef
+        self.orderState = orderState
+    }
+}
+
+/// A notification stored `unlinked`, waiting for the payment its link names.
+public struct WaitingNotification: Sendable, Equatable {
+    public var id: Int64
+    /// The verified notification as JSON text (`VerifiedNotification`'s Codable form); nil or
+    /// unreadable when another version stored it.
+    public var pendingEffect: String?
+
+    public init(id: Int64, pendingEffect: String?) {
+        self.id = id
+        self.pendingEffect = pendingEffect
+    }
+}

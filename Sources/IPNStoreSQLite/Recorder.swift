@@ -1,0 +1,253 @@
+import Foundation
+import GRDB
+import IPNCore
+import IPNStore
+
+/// The SQLite side of the one write path: reads a notification's facts inside the writer's
+/// transaction, lets `RecordingPlanner` decide, and writes its plan. The rules are the
+/// planner's; this file only reads and writes rows.
+enum Recorder {
+    static func record(_ prepared: PreparedEntry, in tx: WriteContext) throws -> RecordOutcome {
+        let planner = RecordingPlanner(now: tx.now, routes: tx.routes)
+        let plan: WritePlan
+        switch prepared.entry {
+        case .rejected(let request, let rejection):
+            plan = planner.plan(rejected: request, rejection)
+        case .verified(let request, let notification):
+            let scope = Scope(provider: request.provider, account: request.account)
+            let facts = try RecordingFacts.read(for: notification, scope: scope, from: SQLiteFactsReader(tx: tx))
+            plan = planner.plan(verified: request, notification, detailJSON: prepared.detailJSON, facts: facts)
+        }
+        return try write(plan, in: tx)
+    }
+
+    /// Registers the amount and currency `orderRef` must be paid with.
+    static func setExpectation(_ amount: Money, scope: Scope, orderRef: String, in tx: WriteContext) throws -> ExpectationOutcome {
+        let order = try SQLiteFactsReader(tx: tx).order(scope: scope, orderRef: orderRef)
+        let (plan, outcome) = RecordingPlanner(now: tx.now, routes: tx.routes)
+            .plan(expectation: amount, scope: scope, orderRef: orderRef, order: order)
+        _ = try write(plan, in: tx)
+        return outcome
+    }
+
+    /// Writes `plan`: the order, the notification, then the rows that name them.
+    static func write(_ plan: WritePlan, in tx: WriteContext) throws -> RecordOutcome {
+        let db = tx.db
+        var orderID: Int64?
+        if let write = plan.order {
+            orderID = try writeOrder(write, tx)
+        }
+        var notificationID: Int64 = 0
+        if let planned = plan.notification {
+            let linkedOrder: Int64? = switch planned.order {
+            case .none: nil
+            case .stored(let id): id
+            case .planned: orderID
+            }
+            notificationID = try insertNotification(planned, orderID: linkedOrder, tx)
+        }
+        func causeID(_ cause: Cause) -> Int64? {
+            switch cause {
+            case .planned: notificationID
+            case .stored(let id): id
+            case .none: nil
+            }
+        }
+        if let orderID {
+            for transition in plan.transitions {
+                try RawStatement(tx, .transitionInsert).run(
+                    .int(orderID), .text(transition.from?.rawValue), .text(transition.to.rawValue), .text(tx.now),
+                    .int(causeID(transition.cause)))
+            }
+            for refund in plan.refunds {
+                try RawStatement(tx, .refundInsert).run(
+                    .int(orderID), .text(refund.refundID), .int(refund.amountMinor), .int(causeID(refund.cause)))
+            }
+        }
+        if let key = plan.dedupKey, let request = plan.notification?.request {
+            try RawStatement(tx, .dedupKeyInsert).run(.text(request.provider), .text(request.account), .text(key), .int(notificationID))
+        }
+        if let order = plan.order?.order, let orderID {
+            let scope = order.scope
+            if let key = plan.linkToRegister {
+                try db.cachedStatement(sql: "INSERT OR IGNORE INTO payment_links (provider, account, link_key, order_id) VALUES (?, ?, ?, ?)")
+                    .execute(arguments: [scope.provider, scope.account, key, orderID])
+            }
+            if let key = plan.adoptWaitingDuplicates {
+                try db.cachedStatement(sql: """
+                    UPDATE notifications SET order_id = ?, order_ref = ?
+                    WHERE provider = ? AND account = ? AND link_key = ? AND verdict = 'duplicate' AND order_id IS NULL
+                    """).execute(arguments: [orderID, order.orderRef, scope.provider, scope.account, key])
+            }
+            for update in plan.waitingUpdates {
+                switch update {
+                case .applied(let id, let verdict, let reason, let detail):
+                    try db.cachedStatement(sql: """
+                        UPDATE notifications SET verdict = ?, reason = ?, reason_detail = ?, order_id = ?, order_ref = ?,
+                        pending_effect = NULL WHERE id = ?
+                        """).execute(arguments: [verdict.rawValue, reason, detail, orderID, order.orderRef, id])
+                case .unreadable(let id, let detail):
+                    try db.cachedStatement(sql: "UPDATE notifications SET reason_detail = ? WHERE id = ?").execute(arguments: [detail, id])
+                }
+            }
+            for event in plan.events {
+                try RawStatement(tx, .eventInsert).run(
+                    .text(UUID().uuidString.lowercased()), .text(event.type.rawValue), .text(tx.now), .text(scope.provider),
+                    .text(scope.account), .int(orderID), .text(order.orderRef), .text(event.orderJSON),
+                    .text(event.from?.rawValue), .text(event.to.rawValue), .text(event.flag), .int(causeID(event.cause)),
+                    .text(event.providerStatus))
+                let seq = db.lastInsertedRowID
+                for target in event.routes {
+                    try RawStatement(tx, .deliveryInsert).run(.text(target), .int(seq), .int(orderID), .text(tx.now), .text(tx.now))
+                }
+                tx.wroteEvents()
+            }
+        }
+        var outcome = plan.outcome
+        outcome.notificationID = notificationID
+        return outcome
+    }
+
+    private static func writeOrder(_ write: OrderWrite, _ tx: WriteContext) throws -> Int64 {
+        switch write {
+        case .insert(let order):
+            try RawStatement(tx, .orderInsert).run(
+                .text(order.scope.provider), .text(order.scope.account), .text(order.orderRef), .text(order.providerTxnID),
+                .text(order.state.rawValue), .int(order.amount?.minor), .text(order.amount?.currency), .int(order.refundedMinor),
+                .int(order.expected?.minor), .text(order.expected?.currency), .text(order.flagsText), .text(order.createdAt),
+                .text(order.updatedAt))
+            return tx.db.lastInsertedRowID
+        case .update(let order):
+            guard let id = order.id else { throw StoreError(message: "an order to update has no id") }
+            try RawStatement(tx, .orderUpdate).run(
+                .text(order.state.rawValue), .int(order.amount?.minor), .text(order.amount?.currency), .int(order.refundedMinor),
+                .int(order.expected?.minor), .text(order.expected?.currency), .text(order.flagsText),
+                .text(order.providerTxnID), .text(order.updatedAt), .int(id))
+            return id
+        case .unchanged(let order):
+            guard let id = order.id else { throw StoreError(message: "an order left unchanged has no id") }
+            return id
+        }
+    }
+
+    private static func insertNotification(_ planned: PlannedNotification, orderID: Int64?, _ tx: WriteContext) throws -> Int64 {
+        let request = planned.request
+        let notification = planned.notification
+        try RawStatement(tx, .notificationInsert).run(
+            .text(request.provider), .text(request.account), .text(request.receivedAt), .text(request.clientIP),
+            .text(request.target), .text(request.headers), .blob(request.body), .text(planned.verdict.rawValue),
+            .text(planned.reason), .text(planned.reasonDetail), .text(notification?.kind.rawValue),
+            .text(notification?.providerStatus), .text(notification?.dedupKey), .text(planned.orderRef), .int(orderID),
+            .text(notification?.providerTxnID), .text(notification?.link?.key), .int(notification?.amount?.minor),
+            .text(notification?.amount?.currency), .text(planned.detailJSON), .text(planned.pendingEffect),
+            .int(request.reverifiedFrom))
+        return tx.db.lastInsertedRowID
+    }
+}
+
+/// The facts' reads, as statements on the writer's connection inside its transaction.
+struct SQLiteFactsReader: FactsReader {
+    let tx: WriteContext
+
+    func firstDelivery(scope: Scope, dedupKey: String) throws -> FirstDelivery? {
+        let lookup = try RawStatement(tx, .dedupKeyLookup)
+        guard let firstID = try lookup.first(.text(scope.provider), .text(scope.account), .text(dedupKey), read: { $0.int(0) }) ?? nil
+        else { return nil }
+        return try RawStatement(tx, .deliveryOrder).first(.int(firstID)) { row in
+            // `WriteSQL.deliveryOrder`'s columns: `n.order_ref, o.id, o.order_ref, o.state`.
+            let current = row.text(2)
+            return FirstDelivery(
+                notificationID: firstID, orderRef: current ?? row.text(0), orderID: row.int(1), currentOrderRef: current,
+                orderState: try row.text(3).map(Self.state))
+        } ?? FirstDelivery(notificationID: firstID, orderRef: nil, orderID: nil, currentOrderRef: nil, orderState: nil)
+    }
+
+    func order(scope: Scope, orderRef: String) throws -> StoredOrder? {
+        try RawStatement(tx, .orderByRef).first(.text(scope.provider), .text(scope.account), .text(orderRef), read: Self.order)
+    }
+
+    func linkedOrder(scope: Scope, linkKey: String) throws -> StoredOrder? {
+        guard let orderID = try Int64.fetchOne(
+            tx.db.cachedStatement(sql: "SELECT order_id FROM payment_links WHERE provider = ? AND account = ? AND link_key = ?"),
+            arguments: [scope.provider, scope.account, linkKey]
+        ) else { return nil }
+        return try RawStatement(tx, .orderByID).first(.int(orderID), read: Self.order)
+    }
+
+    func linkExists(scope: Scope, linkKey: String) throws -> Bool {
+        try Bool.fetchOne(
+            tx.db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM payment_links WHERE provider = ? AND account = ? AND link_key = ?)"),
+            arguments: [scope.provider, scope.account, linkKey]) ?? false
+    }
+
+    func waitingNotifications(scope: Scope, linkKey: String) throws -> [WaitingNotification] {
+        try Row.fetchAll(
+            tx.db.cachedStatement(sql: """
+                SELECT id, pending_effect FROM notifications
+                WHERE provider = ? AND account = ? AND link_key = ? AND verdict = 'unlinked' ORDER BY id
+                """),
+            arguments: [scope.provider, scope.account, linkKey]
+        ).map { WaitingNotification(id: $0["id"], pendingEffect: $0["pending_effect"]) }
+    }
+
+    func refunds(orderID: Int64) throws -> [StoredRefund] {
+        try Row.fetchAll(
+            tx.db.cachedStatement(sql: "SELECT refund_id, amount_minor FROM refunds WHERE order_id = ?"), arguments: [orderID]
+        ).map { StoredRefund(refundID: $0["refund_id"], amountMinor: $0["amount_minor"]) }
+    }
+
+    func hasTransitions(orderID: Int64) throws -> Bool {
+        try Bool.fetchOne(
+            tx.db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM transitions WHERE order_id = ?)"), arguments: [orderID]) ?? true
+    }
+
+    func refundCurrency(orderID: Int64) throws -> String? {
+        try String.fetchOne(
+            tx.db.cachedStatement(sql: """
+                SELECT currency FROM notifications
+                WHERE order_id = ? AND kind = 'refund' AND verdict = 'applied' AND currency IS NOT NULL LIMIT 1
+                """),
+            arguments: [orderID])
+    }
+
+    /// Reads the order's columns (`WriteSQL.orderColumns`) from `row`.
+    private static func order(_ row: RawStatement.Row) throws -> StoredOrder {
+        let id = row.int(0) ?? 0
+        return StoredOrder(
+            id: id, scope: Scope(provider: row.text(1) ?? "", account: row.text(2) ?? ""), orderRef: row.text(3) ?? "",
+            state: try state(row.text(4) ?? ""), amount: zip(row.int(5), row.text(6)).map { Money(minor: $0, currency: $1) },
+            refundedMinor: row.int(7) ?? 0, expected: zip(row.int(8), row.text(9)).map { Money(minor: $0, currency: $1) },
+            flags: StoredOrder.flags(fromText: row.text(10) ?? ""), providerTxnID: row.text(11), createdAt: row.text(12) ?? "",
+            updatedAt: row.text(13) ?? "")
+    }
+
+    private static func state(_ text: String) throws -> OrderState {
+        guard let state = OrderState(rawValue: text) else {
+            throw StoreError(message: "an order has an unknown state \"\(text)\" in the store")
+        }
+        return state
+    }
+}
+
+/// An entry, with what needs no database worked out by the caller before the writer's turn: the
+/// writer is the one serial stage, so the notification's details become JSON text beforehand.
+struct PreparedEntry: Sendable {
+    let entry: InboxEntry
+    /// The verified notification's `detail` as a JSON object, nil when it has none.
+    let detailJSON: String?
+
+    init(_ entry: InboxEntry) {
+        self.entry = entry
+        if case .verified(_, let notification) = entry, !notification.detail.isEmpty {
+            detailJSON = JSONText.object(notification.detail)
+        } else {
+            detailJSON = nil
+        }
+    }
+}
+
+/// Both values, or nil.
+func zip<A, B>(_ a: A?, _ b: B?) -> (A, B)? {
+    guard let a, let b else { return nil }
+    return (a, b)
+}

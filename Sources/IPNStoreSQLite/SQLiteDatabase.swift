@@ -1,0 +1,89 @@
+import Foundation
+import GRDB
+import IPNCore
+import IPNStore
+
+/// The SQLite file: WAL, `synchronous=FULL`, one writer (`SQLiteStore`'s group-commit writer), concurrent readers.
+public final class SQLiteDatabase: Sendable {
+    /// Where the file is.
+    public let path: String
+    public let pool: DatabasePool
+    /// The WAL's length after the last commit (the writer's checkpoints go by it).
+    let walLength: WALLength
+
+    /// Opens (creating if needed) and migrates the store for the daemon. A write waits up to
+    /// `busyTimeout` seconds for a lock another connection holds.
+    public init(path: String, busyTimeout: TimeInterval = 5) throws(StoreError) {
+        self.path = path
+        // The daemon opens no connection before this one, so the settings hold for all of them.
+        _ = SQLiteLibrary.configure()
+        var configuration = Configuration()
+        configuration.label = "ipnd"
+        configuration.busyMode = .timeout(busyTimeout)
+        configuration.maximumReaderCount = 4
+        configuration.prepareDatabase { db in
+            // Every commit is on disk before it returns: an acknowledgement is never sent for
+            // a notification a power loss could take back.
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+            try db.execute(sql: "PRAGMA journal_size_limit = 67108864")
+        }
+        let pool: DatabasePool
+        do {
+            pool = try DatabasePool(path: path, configuration: configuration)
+            // GRDB turns WAL on after `prepareDatabase` and sets the writer connection to
+            // synchronous=NORMAL as it does: a commit would then return before its fsync.
+            try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+            try pool.read { db in try Schema.refuseNewerSchema(db) }
+            try Schema.migrator.migrate(pool)
+        } catch {
+            throw StoreError(error, doing: "open \(path)")
+        }
+        self.pool = pool
+        walLength = WALLength(installedOn: pool)
+    }
+
+    /// Runs `body` against a consistent read snapshot (the ops API, readiness checks).
+    public func read<T: Sendable>(_ body: @Sendable (Database) throws -> T) async throws(StoreError) -> T {
+        do {
+            return try await pool.read(body)
+        } catch {
+            throw StoreError(error, doing: "read")
+        }
+    }
+
+    /// Checkpoints the WAL into the main file and closes all connections. A checkpoint that
+    /// cannot run (another process holds the lock, the disk is full) loses nothing: what was
+    /// committed stays in the WAL, which the next open reads. It is returned for the log.
+    @discardableResult
+    public func close() throws(StoreError) -> StoreError? {
+        var checkpointFailure: StoreError?
+        do {
+            try pool.writeWithoutTransaction { db in
+                _ = try db.checkpoint(.truncate)
+            }
+        } catch {
+            checkpointFailure = StoreError(error, doing: "checkpoint the WAL before closing")
+        }
+        do {
+            try pool.close()
+        } catch {
+            throw StoreError(error, doing: "close")
+        }
+        return checkpointFailure
+    }
+}
+
+extension StoreError {
+    /// `error` as a store error: SQLite's message and extended result code when SQLite
+    /// reported it.
+    init(_ error: any Error, doing action: String) {
+        if let error = error as? StoreError {
+            self = error
+        } else if let error = error as? DatabaseError {
+            self.init(message: "cannot \(action): \(error.message ?? "\(error.resultCode)") (\(error.resultCode))",
+                      code: error.extendedResultCode.rawValue)
+        } else {
+            self.init(message: "cannot \(action): \(error)")
+        }
+    }
+}

@@ -1,0 +1,169 @@
+import Foundation
+import GRDB
+import IPNCore
+import IPNStore
+
+/// The embedded store: one SQLite file (WAL, `synchronous=FULL`), written by one group-commit
+/// writer, read by concurrent readers. Every write is acknowledged only once committed.
+public final class SQLiteStore: Store {
+    public let database: SQLiteDatabase
+    private let writer: GroupCommitWriter
+    public let eventSignal = EventSignal()
+
+    /// Opens (creating and migrating) the store at `path` for the daemon.
+    /// - Parameters:
+    ///   - maxBatch: the most jobs one commit carries; 1 gives one transaction per notification.
+    public convenience init(
+        path: String,
+        maxBatch: Int = 256,
+        busyTimeout: TimeInterval = 5,
+        commitObserver: (@Sendable (_ batchSize: Int, _ seconds: Double, _ failed: Bool) -> Void)? = nil,
+        checkpointObserver: (@Sendable (_ seconds: Double, _ error: StoreError?) -> Void)? = nil
+    ) throws(StoreError) {
+        self.init(
+            database: try SQLiteDatabase(path: path, busyTimeout: busyTimeout), maxBatch: maxBatch,
+            commitObserver: commitObserver, checkpointObserver: checkpointObserver)
+    }
+
+    public init(
+        database: SQLiteDatabase,
+        maxBatch: Int = 256,
+        commitObserver: (@Sendable (_ batchSize: Int, _ seconds: Double, _ failed: Bool) -> Void)? = nil,
+        checkpointObserver: (@Sendable (_ seconds: Double, _ error: StoreError?) -> Void)? = nil
+    ) {
+        self.database = database
+        writer = GroupCommitWriter(
+            store: database, maxBatch: maxBatch, observer: commitObserver, checkpointObserver: checkpointObserver)
+        let signal = eventSignal
+        writer.eventsCommitted.withLock { $0 = { _ in signal.signal() } }
+    }
+
+    public var path: String { database.path }
+    public var maxBatch: Int { writer.maxBatch }
+
+    // MARK: Writes
+
+    public func record(_ entry: InboxEntry) async throws(StoreError) -> RecordOutcome {
+        let prepared = PreparedEntry(entry)
+        return try await writer.submit { tx in try Recorder.record(prepared, in: tx) }
+    }
+
+    public func setExpectation(provider: String, account: String, orderRef: String, amount: Money) async throws(StoreError)
+        -> ExpectationOutcome
+    {
+        try await writer.submit { tx in
+            try Recorder.setExpectation(amount, scope: Scope(provider: provider, account: account), orderRef: orderRef, in: tx)
+        }
+    }
+
+    public func heartbeat() async throws(StoreError) {
+        try await writer.submit { tx in
+            try tx.db.execute(sql: "INSERT INTO heartbeat (id, at) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET at = excluded.at",
+                              arguments: [tx.now])
+        }
+    }
+
+    public func setDeliveryRoutes(_ routes: [DeliveryRoute]) {
+        writer.routes.withLock { $0 = routes }
+    }
+
+    /// Makes sure every configured target has its row (pause state, the console's list).
+    public func registerDeliveryTargets(_ names: [String]) async throws(StoreError) {
+        guard !names.isEmpty else { return }
+        try await writer.submit { tx in
+            for name in names {
+                try tx.db.execute(sql: "INSERT OR IGNORE INTO delivery_targets (name) VALUES (?)", arguments: [name])
+            }
+        }
+    }
+
+    public var location: String { database.path }
+
+    @discardableResult
+    public func close() async throws(StoreError) -> StoreError? {
+        await shutdown()
+        return try database.close()
+    }
+
+    /// Stops taking writes and waits for those already accepted (the file stays open).
+    public func shutdown() async {
+        writer.close()
+        await writer.drain()
+    }
+
+    // MARK: Deliveries
+
+    public func claimDeliveries(target: String, limit: Int, now: String, leaseUntil: String, owner: String) async throws(StoreError)
+        -> [DeliveryAttempt]
+    {
+        try await writer.submit { tx in
+            try DeliveryQueries.claim(tx.db, target: target, limit: limit, now: now, leaseUntil: leaseUntil, owner: owner)
+        }
+    }
+
+    public func finishDeliveries(_ results: [DeliveryAttemptResult], owner: String) async throws(StoreError) {
+        guard !results.isEmpty else { return }
+        try await writer.submit { tx in try DeliveryQueries.finish(tx.db, results, owner: owner) }
+    }
+
+    public func releaseDeliveries(ids: [Int64], owner: String, now: String) async throws(StoreError) {
+        guard !ids.isEmpty else { return }
+        try await writer.submit { tx in try DeliveryQueries.release(tx.db, ids: ids, owner: owner) }
+    }
+
+    public func pauseTarget(_ target: String, reason: String, at: String) async throws(StoreError) {
+        try await writer.submit { tx in try DeliveryQueries.pause(tx.db, target: target, reason: reason, at: at) }
+    }
+
+    public func resumeTarget(_ target: String, now: String) async throws(StoreError) -> Int {
+        let resumed = try await writer.submit { tx in try DeliveryQueries.resume(tx.db, target: target, now: now) }
+        eventSignal.signal()
+        return resumed
+    }
+
+    public func retryDeliveries(_ selection: DeliveryRetrySelection, now: String) async throws(StoreError) -> Int {
+        let count = try await writer.submit { tx in try DeliveryQueries.retry(tx.db, selection, now: now) }
+        eventSignal.signal()
+        return count
+    }
+
+    /// Leases left by a process that ended (the store lock says no other daemon runs): due
+    /// again at once rather than when the lease runs out.
+    public func releaseAbandonedLeases() async throws(StoreError) {
+        try await writer.submit { tx in
+            try tx.db.execute(sql: "UPDATE deliveries SET lease_owner = NULL, lease_until = NULL WHERE state = 'pending' AND lease_owner IS NOT NULL")
+        }
+    }
+
+    // MARK: Reads
+
+    public func orders(_ filter: OrderFilter) async throws(StoreError) -> [OrderRecord] {
+        try await database.read { db in try Queries.orders(db, filter) }
+    }
+
+    public func order(provider: String, account: String, orderRef: String, includeRaw: Bool) async throws(StoreError) -> OrderDetail? {
+        try await database.read { db in
+            try Queries.order(db, provider: provider, account: account, orderRef: orderRef, includeRaw: includeRaw)
+        }
+    }
+
+    public func notifications(_ filter: NotificationFilter, includeRaw: Bool) async throws(StoreError) -> [NotificationRecord] {
+        try await database.read { db in try Queries.notifications(db, filter, includeRaw: includeRaw) }
+    }
+
+    public func orderCountsByState() async throws(StoreError) -> [OrderState: Int] {
+        try await database.read { db in try Queries.orderCountsByState(db) }
+    }
+
+    public func events(_ filter: EventFilter) async throws(StoreError) -> EventPage {
+        try await database.read { db in try EventQueries.page(db, filter) }
+    }
+
+    public func deliveries(_ filter: DeliveryFilter) async throws(StoreError) -> [DeliveryRecord] {
+        try await database.read { db in try DeliveryQueries.list(db, filter) }
+    }
+
+    public func deliveryTargets() async throws(StoreError) -> [DeliveryTargetStatus] {
+        try await database.read { db in try DeliveryQueries.targets(db) }
+    }
+}
