@@ -138,6 +138,14 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The store's behaviour, one suite run against every backend.
+        .testTarget(
+            name: "IPNStoreTests",
+            dependencies: [
+                "IPNStore", "IPNStoreSQLite", "IPNCore", .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "IPNConfigTests",
             dependencies: ["IPNConfig", "IPNCore"],
