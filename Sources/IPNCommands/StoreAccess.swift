@@ -8,9 +8,23 @@ enum StoreAccess {
     /// Runs `body` against the config's store, read-only; prints why and exits 3 when the
     /// store cannot be opened or read.
     static func read<T>(_ config: IPNDConfig, _ body: (any StoreReading) async throws(StoreError) -> T) async throws -> T {
+        try await read(try open(config), body)
+    }
+
+    /// Runs `body` against `store`; prints why and exits 3 when the store cannot be read.
+    static func read<T>(_ store: any StoreReading, _ body: (any StoreReading) async throws(StoreError) -> T) async throws -> T {
         do {
-            let store = try SQLiteReadOnlyStore(path: config.store.path)
             return try await body(store)
+        } catch {
+            Console.error("store unavailable: \(error)")
+            throw ExitStatus.storeUnavailable
+        }
+    }
+
+    /// The config's store, opened for reading; exit 3 when it cannot be.
+    static func open(_ config: IPNDConfig) throws -> any StoreReading {
+        do {
+            return try SQLiteReadOnlyStore(path: config.store.path)
         } catch {
             Console.error("store unavailable: \(error)")
             throw ExitStatus.storeUnavailable

@@ -14,6 +14,8 @@ public protocol StoreReading: Sendable {
     /// Events after `filter.after`, ascending; a page with `oldestSeq` set when retention removed
     /// events after `filter.after`.
     func events(_ filter: EventFilter) async throws(StoreError) -> EventPage
+    /// The seq of the newest event committed (0 when there has been none).
+    func newestEventSeq() async throws(StoreError) -> Int64
     /// Deliveries, newest first.
     func deliveries(_ filter: DeliveryFilter) async throws(StoreError) -> [DeliveryRecord]
     /// Each delivery target the store knows of (configured or with deliveries): pause, backlog.

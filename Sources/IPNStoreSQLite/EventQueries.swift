@@ -52,6 +52,11 @@ enum EventQueries {
         return EventPage(events: events, nextAfter: max(filter.after, examined, events.last?.seq ?? 0))
     }
 
+    /// The newest seq given out, kept or not.
+    static func newestSeq(_ db: Database) throws -> Int64 {
+        max(try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM events") ?? 0, try prunedThrough(db))
+    }
+
     /// Events of one order, ascending.
     static func forOrder(_ db: Database, orderID: Int64) throws -> [EventRecord] {
         try Row.fetchAll(db, sql: "SELECT \(columns) FROM events WHERE order_id = ? ORDER BY seq", arguments: [orderID]).map(event)

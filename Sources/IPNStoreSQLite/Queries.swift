@@ -189,6 +189,10 @@ public final class SQLiteReadOnlyStore: StoreReading {
         try read { db in try EventQueries.page(db, filter) }
     }
 
+    public func newestEventSeq() async throws(StoreError) -> Int64 {
+        try read { db in try EventQueries.newestSeq(db) }
+    }
+
     public func deliveries(_ filter: DeliveryFilter) async throws(StoreError) -> [DeliveryRecord] {
         try read { db in try DeliveryQueries.list(db, filter) }
     }

@@ -159,6 +159,10 @@ public final class SQLiteStore: Store {
         try await database.read { db in try EventQueries.page(db, filter) }
     }
 
+    public func newestEventSeq() async throws(StoreError) -> Int64 {
+        try await database.read { db in try EventQueries.newestSeq(db) }
+    }
+
     public func deliveries(_ filter: DeliveryFilter) async throws(StoreError) -> [DeliveryRecord] {
         try await database.read { db in try DeliveryQueries.list(db, filter) }
     }
