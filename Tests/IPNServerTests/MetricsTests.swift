@@ -89,6 +89,30 @@ struct MetricsExpositionTests {
         }
     }
 
+    @Test("ipnd_notifications_linked_total has a series only for the verdicts a waiting notification can end with")
+    func linkedVerdicts() async throws {
+        let daemon = try await TestDaemon.start()
+        try await Self.deliverAFew(to: daemon)
+        let samples = try parsePrometheus(try await daemon.get("/metrics", ops: true).text)
+        try await daemon.stop()
+        let linked = samples.filter { $0.name == "ipnd_notifications_linked_total" }
+        let verdicts = Set(linked.compactMap { $0.labels["verdict"] })
+        #expect(verdicts == ["applied", "recorded", "stale", "mismatch", "unknown_status"])
+        #expect(linked.count == ProviderRegistry.all.count * verdicts.count)
+        #expect(samples.value("ipnd_notifications_linked_total", ["provider": "alipay", "verdict": "applied"]) == 1)
+        #expect(samples.value("ipnd_notifications_total", ["provider": "alipay", "verdict": "unlinked"]) == 1)
+    }
+
+    @Test("a linked verdict outside those is still counted, in a series made when it first happens")
+    func linkedVerdictOutsideTheExpected() throws {
+        let metrics = MetricsRegistry()
+        let read = { try parsePrometheus(PrometheusExposition(parsing: metrics.registry.emitToString()).rendered(help: MetricHelp.text(for:))) }
+        #expect(try read().value("ipnd_notifications_linked_total", ["provider": "alipay", "verdict": "duplicate"]) == nil)
+        metrics.server.linked(provider: "alipay", verdict: .duplicate)
+        metrics.server.linked(provider: "alipay", verdict: .duplicate)
+        #expect(try read().value("ipnd_notifications_linked_total", ["provider": "alipay", "verdict": "duplicate"]) == 2)
+    }
+
     @Test("the order is the same whatever order the registry writes families, series and buckets in")
     func exposition() {
         let counters = [
