@@ -1,3 +1,4 @@
+import CoreMetrics
 import IPNCore
 import IPNStore
 import Prometheus
@@ -5,10 +6,16 @@ import Prometheus
 /// One daemon's Prometheus registry: the swift-metrics instruments of `ServerMetrics`, orders
 /// by state (refreshed from the store at each scrape) and build info. Each daemon owns one,
 /// so tests can run many daemons in one process without sharing counters.
+///
+/// Instruments are made through `factory` (swift-metrics' `Counter`, `Gauge`, `Timer`,
+/// `Recorder`) with no help text: `scrape` prints each family's HELP from `MetricHelp`, and
+/// families and series in a stable order (`PrometheusExposition`).
 final class MetricsRegistry: Sendable {
     let registry = PrometheusCollectorRegistry()
+    /// Makes instruments in `registry`, with ipnd's histogram buckets.
+    let factory: PrometheusMetricsFactory
     let server: ServerMetrics
-    private let ordersByState: [OrderState: Gauge]
+    private let ordersByState: [OrderState: CoreMetrics.Gauge]
 
     init() {
         var factory = PrometheusMetricsFactory(registry: registry)
@@ -19,24 +26,24 @@ final class MetricsRegistry: Sendable {
             .seconds(1), .milliseconds(2500), .seconds(5), .seconds(10),
         ]
         factory.defaultValueHistogramBuckets = [1, 2, 4, 8, 16, 32, 64, 128, 256]
+        self.factory = factory
         server = ServerMetrics(factory: factory)
-        let orders = MetricNameDescriptor(metricName: "ipnd_orders", unitName: "", helpText: "Orders in the store by state")
-        var gauges: [OrderState: Gauge] = [:]
+        var gauges: [OrderState: CoreMetrics.Gauge] = [:]
         for state in OrderState.allCases {
-            gauges[state] = registry.makeGauge(descriptor: orders, labels: [("state", state.rawValue)])
+            gauges[state] = CoreMetrics.Gauge(label: "ipnd_orders", dimensions: [("state", state.rawValue)], factory: factory)
         }
         ordersByState = gauges
-        let build = MetricNameDescriptor(metricName: "ipnd_build_info", unitName: "", helpText: "The running ipnd build; always 1")
-        registry.makeGauge(descriptor: build, labels: [("version", BuildInfo.version)]).set(to: 1)
+        CoreMetrics.Gauge(label: "ipnd_build_info", dimensions: [("version", BuildInfo.version)], factory: factory).record(1)
     }
 
-    /// The Prometheus text exposition, with order counts read from `store` now. When the store
-    /// cannot be read, the order gauges keep their last values.
+    /// The Prometheus text exposition, with order counts read from `store` now: every family
+    /// with HELP and TYPE, families sorted by name and series by labels, the same from scrape
+    /// to scrape. When the store cannot be read, the order gauges keep their last values.
     func scrape(store: any StoreReading) async -> String {
         if let counts = try? await store.orderCountsByState() {
-            for (state, gauge) in ordersByState { gauge.set(to: Double(counts[state] ?? 0)) }
+            for (state, gauge) in ordersByState { gauge.record(Double(counts[state] ?? 0)) }
         }
-        return registry.emitToString()
+        return PrometheusExposition(parsing: registry.emitToString()).rendered(help: MetricHelp.text(for:))
     }
 }
 

@@ -3,12 +3,19 @@ import IPNCore
 
 /// The daemon's metrics, created once so the hot path only increments existing instruments.
 public struct ServerMetrics: Sendable {
+    /// The verdicts a notification stored `unlinked` can end with once its payment arrives:
+    /// `Recorder.applyWaitingNotifications` gives it what `OrderStateMachine.decide` decides for
+    /// its effect (a capture's or refund's transition, a failed one's record, an unmapped
+    /// status), never `duplicate`, `unlinked` or `rejected`, which are decided before it waits.
+    /// Only these series of `ipnd_notifications_linked_total` exist from the start.
+    static let linkedVerdicts: [Verdict] = [.applied, .recorded, .stale, .mismatch, .unknownStatus]
+
     /// One provider's instruments; `notifications` is indexed like `Verdict.allCases`.
     private struct ProviderInstruments: Sendable {
         let notifications: [Counter]
         /// Notifications stored `unlinked`, applied when their payment arrived, by their new
-        /// verdict (indexed like `notifications`).
-        let linked: [Counter]
+        /// verdict (`linkedVerdicts`).
+        let linked: [Verdict: Counter]
         let latency: Timer
         let tooLarge: Counter
         let unavailable: Counter
@@ -21,6 +28,7 @@ public struct ServerMetrics: Sendable {
     let checkpointDuration: Timer
     let checkpointFailures: Counter
     private let timeouts: Counter
+    private let factory: any MetricsFactory
 
     /// - Parameter factory: where the instruments live (the daemon's own Prometheus registry;
     ///   never the process-wide `MetricsSystem`, so several daemons can share a process).
@@ -32,10 +40,9 @@ public struct ServerMetrics: Sendable {
                     Counter(label: "ipnd_notifications_total", dimensions: [("provider", provider), ("verdict", verdict.rawValue)],
                             factory: factory)
                 },
-                linked: Verdict.allCases.map { verdict in
-                    Counter(label: "ipnd_notifications_linked_total", dimensions: [("provider", provider), ("verdict", verdict.rawValue)],
-                            factory: factory)
-                },
+                linked: Dictionary(uniqueKeysWithValues: Self.linkedVerdicts.map { verdict in
+                    (verdict, Self.linkedCounter(provider: provider, verdict: verdict, factory: factory))
+                }),
                 latency: Timer(label: "ipnd_request_duration_seconds", dimensions: [("provider", provider)],
                                preferredDisplayUnit: .seconds, factory: factory),
                 tooLarge: Counter(label: "ipnd_requests_too_large_total", dimensions: [("provider", provider)], factory: factory),
@@ -49,6 +56,12 @@ public struct ServerMetrics: Sendable {
         checkpointDuration = Timer(label: "ipnd_store_checkpoint_duration_seconds", preferredDisplayUnit: .seconds, factory: factory)
         checkpointFailures = Counter(label: "ipnd_store_checkpoint_failures_total", factory: factory)
         timeouts = Counter(label: "ipnd_request_timeouts_total", factory: factory)
+        self.factory = factory
+    }
+
+    private static func linkedCounter(provider: String, verdict: Verdict, factory: any MetricsFactory) -> Counter {
+        Counter(label: "ipnd_notifications_linked_total", dimensions: [("provider", provider), ("verdict", verdict.rawValue)],
+                factory: factory)
     }
 
     func requestTimedOut() { timeouts.increment() }
@@ -59,9 +72,13 @@ public struct ServerMetrics: Sendable {
         instruments.latency.record(duration: duration)
     }
 
+    /// A waiting notification of `provider` applied when its payment arrived, ending `verdict`.
+    /// A verdict outside `linkedVerdicts` (the state machine grew one) is still counted, in a
+    /// series made when it first happens.
     func linked(provider: String, verdict: Verdict) {
-        guard let instruments = providers[provider], let index = Verdict.allCases.firstIndex(of: verdict) else { return }
-        instruments.linked[index].increment()
+        guard let instruments = providers[provider] else { return }
+        let counter = instruments.linked[verdict] ?? Self.linkedCounter(provider: provider, verdict: verdict, factory: factory)
+        counter.increment()
     }
 
     func tooLarge(provider: String) { providers[provider]?.tooLarge.increment() }

@@ -1,0 +1,54 @@
+/// The `# HELP` text of every metric family ipnd exports: the one place that describes them.
+///
+/// A new metric gets its HELP line by adding one entry here; its instruments are created as
+/// usual (through `MetricsRegistry.factory`, with no help text of their own). `/metrics`
+/// prints the text for each family that has at least one series; a family listed here whose
+/// instruments do not exist yet (a feature not configured) is not printed at all, rather than
+/// printed with HELP and TYPE and no samples. A help text given to swift-prometheus itself is
+/// not used: this table is what `/metrics` prints.
+enum MetricHelp {
+    /// Family name (as in `# TYPE`, with `_total` for counters) to its help text: one line,
+    /// saying what is counted or measured, in which unit, and what the labels are.
+    static let texts: [String: String] = [
+        // Notifications
+        "ipnd_notifications_total":
+            "Notifications received, each counted once by the verdict it got on arrival, by provider and verdict.",
+        "ipnd_notifications_linked_total":
+            "Notifications that arrived unlinked and were applied when their payment arrived, by provider and the verdict they ended with.",
+        "ipnd_rejected_unstored_total":
+            "Rejected requests answered but not stored, their client address being past its budget, by provider and rejection reason.",
+        // Provider-facing HTTP
+        "ipnd_request_duration_seconds":
+            "Provider requests from arrival to answer, 503s included, by provider, in seconds.",
+        "ipnd_request_timeouts_total": "Provider requests cut off by the request deadline before their answer.",
+        "ipnd_requests_too_large_total": "Provider requests refused with 413 for a body past server.max_body_bytes, by provider.",
+        "ipnd_store_unavailable_total": "Provider requests answered 503 because the store did not take the notification, by provider.",
+        // Store
+        "ipnd_store_commit_duration_seconds": "Store write transactions (one batch of notifications each), in seconds, fsync included.",
+        "ipnd_store_commit_batch_size": "Notifications written per store transaction.",
+        "ipnd_store_commit_failures_total": "Store write transactions that failed.",
+        "ipnd_store_checkpoint_duration_seconds": "WAL checkpoints copying the log back into the database file, in seconds.",
+        "ipnd_store_checkpoint_failures_total": "WAL checkpoints that failed.",
+        "ipnd_orders": "Orders in the store by state, read at each scrape.",
+        // Deliveries to the merchant's application
+        "ipnd_deliveries_total":
+            "Event deliveries to the merchant's application by target and outcome: delivered (2xx), retried (tried again later) or failed (no longer retried).",
+        "ipnd_delivery_backlog": "Events still to be delivered, by target.",
+        "ipnd_delivery_oldest_pending_seconds": "Age of the oldest event still to be delivered, by target, in seconds.",
+        "ipnd_delivery_duration_seconds": "Delivery requests from sending to answer, by target, in seconds.",
+        // The daemon
+        "ipnd_config_reload_failures_total": "Config reloads (SIGHUP) refused because the new config failed validation; the running one was kept.",
+        "ipnd_build_info": "The running ipnd build, by version; always 1.",
+    ]
+
+    /// What `/metrics` prints for a family with no entry in `texts`: a HELP line all the same (so
+    /// the exposition stays complete), saying what to fix. The tests fail on it.
+    static func missing(_ family: String) -> String {
+        "\(family): no help text yet (add it to MetricHelp.texts)"
+    }
+
+    /// The help text of `family`.
+    static func text(for family: String) -> String {
+        texts[family] ?? missing(family)
+    }
+}
