@@ -31,9 +31,11 @@ public enum DeliveryDecision: Sendable, Equatable {
 /// - on a 429 or 503 with a `Retry-After` (delay-seconds or an HTTP-date, RFC 9110 section
 ///   10.2.3), the wait is at least what the target asked for, counting at most 1 h of it: it
 ///   lengthens the wait, never shortens it;
-/// - the cutoff is `firstAttemptAt` + 72 h. An attempt ending at or after the cutoff makes the
-///   delivery `failed`; before it, the next attempt is `now + wait`, but never later than the
-///   cutoff itself. So the last automatic attempt starts at the cutoff at the latest, none
+/// - 2xx is `delivered` and 410 `pauseTarget` whenever they come; anything else is a failed
+///   attempt (3xx included: redirects are not followed);
+/// - the cutoff is `firstAttemptAt` + 72 h. A failed attempt ending at or after the cutoff
+///   makes the delivery `failed`; before it, the next attempt is `now + wait`, but never later
+///   than the cutoff itself. So the last automatic attempt starts at the cutoff at the latest, none
 ///   starts after it, and the delivery is `failed` as soon as three days have passed (an
 ///   attempt made by hand after that, `ipnd deliveries retry`, that fails is `failed` again at
 ///   once).
