@@ -27,10 +27,15 @@ enum ConfigSummary {
             "server: listening on \(server.host):\(server.port), max_body_bytes \(server.maxBodyBytes), "
                 + "request_timeout_seconds \(server.requestTimeoutSeconds), idle_timeout_seconds \(server.idleTimeoutSeconds), "
                 + "trusted_proxies \(list(server.trustedProxies))",
-            "store: \(config.store.path) (max_batch \(config.store.maxBatch))",
+            "rejected requests stored: " + (server.rejectedStorePerMinute == 0
+                ? "none (server.rejected_store_per_minute is 0)"
+                : "at most \(server.rejectedStorePerMinute) per client address per minute"),
+            "store: \(config.store.summary)",
+            "retention: \(config.store.retention.summary)",
             "ops: listening on \(config.ops.host):\(config.ops.port), " + (config.ops.tokenDigests.isEmpty
                 ? "no bearer tokens (ops.tokens_sha256 is empty: the ops API refuses every request)"
-                : "\(config.ops.tokenDigests.count) bearer token(s)"),
+                : "\(config.ops.tokenDigests.count) bearer token(s)")
+                + ", console_secure_cookie \(config.ops.consoleSecureCookie)",
             "providers:",
         ]
         for account in config.accounts {
@@ -40,6 +45,8 @@ enum ConfigSummary {
             line += "; allow_ips: \(account.allowIPs.map(list) ?? "any")"
             lines.append(line)
         }
+        lines.append(config.deliveries.isEmpty ? "deliveries: none" : "deliveries:")
+        for target in config.deliveries { lines.append("  " + target.summary) }
         return lines.joined(separator: "\n")
     }
 

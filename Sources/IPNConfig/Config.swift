@@ -12,6 +12,9 @@ public struct IPNDConfig: Sendable {
     public var accounts: [ProviderAccount]
     /// Every configured account's provider and name, whichever way the config was loaded.
     public var accountNames: [AccountName]
+    /// Where events are pushed (product.md section 8), in config order. Loaded with `.skip`
+    /// secrets, each target is there with no secrets.
+    public var deliveries: [DeliveryTarget] = []
 
     /// Whether `provider` has an account called `name` in the config.
     public func hasAccount(provider: String, name: String) -> Bool {
@@ -42,7 +45,9 @@ public enum SecretHandling: Sendable {
     case resolve
     /// Check that every required secret is configured, but read no secret file and build no
     /// provider: enough for commands that only open the store (`orders`, `notifications`,
-    /// `backup`), which ops staff run outside the service's credentials.
+    /// `backup`), which ops staff run outside the service's credentials. Delivery targets are
+    /// kept without their secrets. The one secret still read is the store's own
+    /// (`store.postgres.password_file`): opening the store needs it.
     case skip
 }
 
@@ -58,17 +63,61 @@ public struct ServerSettings: Sendable, Equatable {
     public var idleTimeoutSeconds = 60
     /// Peers whose `X-Forwarded-For` is believed for client IPs.
     public var trustedProxies: [IPNetwork] = []
+    /// How many rejected requests from one client address are stored (with their body) per
+    /// minute; beyond it they are answered the same but not stored. 0 stores none.
+    public var rejectedStorePerMinute = 600
 
     public init() {}
 }
 
 public struct StoreSettings: Sendable, Equatable {
-    /// Absolute path of the SQLite file.
+    /// Absolute path of the SQLite file. Unused when `postgres` is set.
     public var path = "/var/lib/ipnd/ipnd.sqlite"
     /// The most notifications one commit carries (1: one transaction per notification).
     public var maxBatch = 256
+    /// The PostgreSQL database (`store.postgres`), instead of the SQLite file; nil for SQLite.
+    public var postgres: PostgresSettings?
+    /// How long old rows are kept (`store.retention`).
+    public var retention = RetentionSettings()
 
     public init() {}
+
+    /// Which store the config names: exactly one of `store.path` and `store.postgres`.
+    public var backend: StoreBackend {
+        if let postgres { return .postgres(postgres) }
+        return .sqlite(path: path)
+    }
+
+    /// One line for `check-config`, the password redacted.
+    public var summary: String {
+        switch backend {
+        case .sqlite(let path): "sqlite \(path) (max_batch \(maxBatch))"
+        case .postgres(let settings): "\(settings) (max_batch \(maxBatch))"
+        }
+    }
+}
+
+/// The store a config names.
+public enum StoreBackend: Sendable, Equatable {
+    /// The embedded SQLite file at this absolute path.
+    case sqlite(path: String)
+    /// A PostgreSQL database shared by any number of ipnd nodes.
+    case postgres(PostgresSettings)
+}
+
+/// `store.retention` (product.md section 11): old rows removed. Authentic notifications, orders
+/// and transitions are never removed.
+public struct RetentionSettings: Sendable, Equatable {
+    /// Rejected notifications are kept this many days.
+    public var rejectedDays = 30
+    /// Events (with their delivered deliveries) are kept this many days, never while a
+    /// delivery target still owes them.
+    public var eventsDays = 90
+
+    public init() {}
+
+    /// One line for `check-config`.
+    public var summary: String { "rejected_days \(rejectedDays), events_days \(eventsDays)" }
 }
 
 /// The ops listener (never exposed publicly).
@@ -77,6 +126,8 @@ public struct OpsSettings: Sendable, Equatable {
     public var port = 8081
     /// SHA-256 digests of the accepted bearer tokens.
     public var tokenDigests: [[UInt8]] = []
+    /// Whether the ops console's session cookie carries `Secure` (behind a TLS proxy).
+    public var consoleSecureCookie = false
 
     public init() {}
 }

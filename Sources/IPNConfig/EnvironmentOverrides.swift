@@ -1,31 +1,64 @@
 /// `IPND_` environment variables override scalar keys: `IPND_SERVER_PORT=9000` sets
-/// `server.port`; list keys take comma-separated values. A variable that looks like an
-/// override but names no key is an error, so a typo cannot silently do nothing.
+/// `server.port`, `IPND_STORE_POSTGRES_HOST=db2` sets `store.postgres.host`; list keys take
+/// comma-separated values. A variable that looks like an override but names no key is an
+/// error, so a typo cannot silently do nothing. Secrets never come from the environment (a
+/// process's environment is readable in more places than a credential file).
 enum EnvironmentOverrides {
     struct Key {
-        let section: String
-        let name: String
+        /// The key's path, section first: `["store", "postgres", "host"]`.
+        let components: [String]
         let isList: Bool
 
-        var path: String { "\(section).\(name)" }
-        var variable: String { "IPND_\(section.uppercased())_\(name.uppercased())" }
+        init(_ path: String, isList: Bool = false) {
+            components = path.split(separator: ".").map(String.init)
+            self.isList = isList
+        }
+
+        var path: String { components.joined(separator: ".") }
+        var variable: String { "IPND_" + components.joined(separator: "_").uppercased() }
     }
 
     static let keys: [Key] = [
-        Key(section: "server", name: "host", isList: false),
-        Key(section: "server", name: "port", isList: false),
-        Key(section: "server", name: "max_body_bytes", isList: false),
-        Key(section: "server", name: "request_timeout_seconds", isList: false),
-        Key(section: "server", name: "idle_timeout_seconds", isList: false),
-        Key(section: "server", name: "trusted_proxies", isList: true),
-        Key(section: "store", name: "path", isList: false),
-        Key(section: "store", name: "max_batch", isList: false),
-        Key(section: "ops", name: "host", isList: false),
-        Key(section: "ops", name: "port", isList: false),
-        Key(section: "ops", name: "tokens_sha256", isList: true),
+        Key("server.host"),
+        Key("server.port"),
+        Key("server.max_body_bytes"),
+        Key("server.request_timeout_seconds"),
+        Key("server.idle_timeout_seconds"),
+        Key("server.trusted_proxies", isList: true),
+        Key("server.rejected_store_per_minute"),
+        Key("store.path"),
+        Key("store.max_batch"),
+        Key("store.postgres.host"),
+        Key("store.postgres.port"),
+        Key("store.postgres.database"),
+        Key("store.postgres.user"),
+        Key("store.postgres.password_file"),
+        Key("store.postgres.tls"),
+        Key("store.postgres.ca_file"),
+        Key("store.postgres.pool_size"),
+        Key("store.retention.rejected_days"),
+        Key("store.retention.events_days"),
+        Key("ops.host"),
+        Key("ops.port"),
+        Key("ops.tokens_sha256", isList: true),
+        Key("ops.console_secure_cookie"),
     ]
 
-    private static let overridablePrefixes = ["IPND_SERVER_", "IPND_STORE_", "IPND_OPS_", "IPND_PROVIDERS_"]
+    private static let overridablePrefixes = ["IPND_SERVER_", "IPND_STORE_", "IPND_OPS_", "IPND_PROVIDERS_", "IPND_DELIVERIES_"]
+
+    /// Variables refused with a reason of their own: they would carry a secret or a structure.
+    private static func refusal(_ variable: String) -> String? {
+        if variable == "IPND_STORE_POSTGRES_PASSWORD" {
+            return "the database password cannot come from the environment; use store.postgres.password_file (LoadCredential=)"
+        }
+        if variable.hasPrefix("IPND_PROVIDERS_") {
+            return "provider settings cannot come from the environment; use NAME_file secrets (LoadCredential=)"
+        }
+        if variable.hasPrefix("IPND_DELIVERIES_") {
+            return "delivery targets cannot come from the environment; write them under deliveries, with secret_file for their secrets"
+        }
+        return nil
+    }
 
     /// The variable in `environment` that set `key` (or an item of it), if one did.
     static func variable(overriding key: String, in environment: [String: String]) -> String? {
@@ -37,22 +70,31 @@ enum EnvironmentOverrides {
         for (variable, value) in environment.sorted(by: { $0.key < $1.key })
         where overridablePrefixes.contains(where: { variable.hasPrefix($0) }) {
             guard let key = keys.first(where: { $0.variable == variable }) else {
-                if variable.hasPrefix("IPND_PROVIDERS_") {
-                    throw ConfigError(key: variable, "provider settings cannot come from the environment; use NAME_file secrets (LoadCredential=)")
-                }
-                throw ConfigError(key: variable, "names no config key; overridable: \(keys.map(\.variable).joined(separator: ", "))")
-            }
-            var section = root[key.section] ?? .mapping([], line: nil)
-            if case .null = section { section = .mapping([], line: nil) }
-            guard case .mapping = section else {
-                throw ConfigError(key: key.section, "must be a mapping, found \(section.kindName)")
+                throw ConfigError(key: variable, refusal(variable) ?? "names no config key; overridable: \(keys.map(\.variable).joined(separator: ", "))")
             }
             let node: ConfigNode = key.isList
                 ? .sequence(value.split(separator: ",").map { ConfigNode.scalar($0.trimmingCharacters(in: " "), line: nil) }, line: nil)
                 : .scalar(value, line: nil)
-            section.set(key.name, to: node)
-            root.set(key.section, to: section)
+            root = try setting(node, at: key.components[...], in: root, walked: [])
         }
+    }
+
+    /// `node` with `value` at `path`, creating the mappings on the way; a non-mapping on the way
+    /// is an error naming it.
+    private static func setting(_ value: ConfigNode, at path: ArraySlice<String>, in node: ConfigNode, walked: [String]) throws(ConfigError) -> ConfigNode {
+        var node = node
+        if case .null = node { node = .mapping([], line: nil) }
+        guard case .mapping = node else {
+            throw ConfigError(key: walked.joined(separator: "."), "must be a mapping, found \(node.kindName)")
+        }
+        guard let name = path.first else { return value }
+        let rest = path.dropFirst()
+        if rest.isEmpty {
+            node.set(name, to: value)
+        } else {
+            node.set(name, to: try setting(value, at: rest, in: node[name] ?? .mapping([], line: nil), walked: walked + [name]))
+        }
+        return node
     }
 }
 

@@ -7,31 +7,35 @@ struct Validator {
     let file: ConfigFile
     let secrets: SecretHandling
 
-    private static let topLevelKeys = ["server", "store", "ops", "providers"]
-    private static let serverKeys = ["host", "port", "max_body_bytes", "request_timeout_seconds", "idle_timeout_seconds", "trusted_proxies"]
-    private static let storeKeys = ["path", "max_batch"]
-    private static let opsKeys = ["host", "port", "tokens_sha256"]
+    private static let topLevelKeys = ["server", "store", "ops", "providers", "deliveries"]
+    private static let serverKeys = [
+        "host", "port", "max_body_bytes", "request_timeout_seconds", "idle_timeout_seconds", "trusted_proxies", "rejected_store_per_minute",
+    ]
+    private static let storeKeys = ["path", "max_batch", "postgres", "retention"]
+    private static let opsKeys = ["host", "port", "tokens_sha256", "console_secure_cookie"]
     private static let emptyTokenDigest = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
     func config(from root: ConfigNode) throws(ConfigError) -> IPNDConfig {
         let top = try mapping(root, key: nil)
         try checkKeys(top, allowed: Self.topLevelKeys, in: nil)
+        var inlineSecrets: [String] = []
         let server = try serverSettings(root["server"])
-        let store = try storeSettings(root["store"])
+        let store = try storeSettings(root["store"], inlineSecrets: &inlineSecrets)
         let ops = try opsSettings(root["ops"])
         if server.host == ops.host, server.port == ops.port, server.port != 0 {
             throw ConfigError(key: "ops.port", "must differ from server.port (\(server.port)): the ops listener is a separate port")
         }
-        var inlineSecrets: [String] = []
         var names: [AccountName] = []
         let accounts = try providerAccounts(root["providers"], inlineSecrets: &inlineSecrets, names: &names)
+        let deliveries = try deliveryTargets(root["deliveries"], accountNames: names, inlineSecrets: &inlineSecrets)
         if secrets == .resolve, let first = inlineSecrets.first, FileAccess.readableByOthers(mode: file.mode) {
             throw ConfigError(
                 key: first,
                 "is a secret written inline in \(file.absolutePath), which is world-readable (mode \(FileAccess.octal(file.mode))); run chmod o-r (or 600) on it, or move the secret to \(first.split(separator: ".").last.map(String.init) ?? "NAME")_file (LoadCredential=)"
             )
         }
-        return IPNDConfig(path: file.absolutePath, server: server, store: store, ops: ops, accounts: accounts, accountNames: names)
+        return IPNDConfig(
+            path: file.absolutePath, server: server, store: store, ops: ops, accounts: accounts, accountNames: names, deliveries: deliveries)
     }
 
     // MARK: Sections
@@ -54,16 +58,38 @@ struct Validator {
         if let proxies = node["trusted_proxies"] {
             settings.trustedProxies = try networks(proxies, key: "server.trusted_proxies")
         }
+        if let budget = node["rejected_store_per_minute"] {
+            settings.rejectedStorePerMinute = try integer(
+                budget, key: "server.rejected_store_per_minute", in: 0...1_000_000, what: "a request count per client address (0 stores none)")
+        }
         return settings
     }
 
-    private func storeSettings(_ node: ConfigNode?) throws(ConfigError) -> StoreSettings {
+    private func storeSettings(_ node: ConfigNode?, inlineSecrets: inout [String]) throws(ConfigError) -> StoreSettings {
         var settings = StoreSettings()
         guard let node, let pairs = try optionalMapping(node, key: "store") else { return settings }
         try checkKeys(pairs, allowed: Self.storeKeys, in: "store")
+        if node["path"] != nil, node["postgres"] != nil {
+            throw ConfigError(key: "store.postgres", "is set along with store.path; keep one: path for an SQLite file, postgres for a PostgreSQL database")
+        }
         if let path = node["path"] { settings.path = resolver.configRelative(try nonEmptyString(path, key: "store.path")) }
         if let batch = node["max_batch"] {
             settings.maxBatch = try integer(batch, key: "store.max_batch", in: 1...4096, what: "a notification count")
+        }
+        if let postgres = node["postgres"] { settings.postgres = try postgresSettings(postgres, inlineSecrets: &inlineSecrets) }
+        if let retention = node["retention"] { settings.retention = try retentionSettings(retention) }
+        return settings
+    }
+
+    private func retentionSettings(_ node: ConfigNode) throws(ConfigError) -> RetentionSettings {
+        var settings = RetentionSettings()
+        guard let pairs = try optionalMapping(node, key: "store.retention") else { return settings }
+        try checkKeys(pairs, allowed: ["rejected_days", "events_days"], in: "store.retention")
+        if let days = node["rejected_days"] {
+            settings.rejectedDays = try integer(days, key: "store.retention.rejected_days", in: 1...36_500, what: "a number of days")
+        }
+        if let days = node["events_days"] {
+            settings.eventsDays = try integer(days, key: "store.retention.events_days", in: 1...36_500, what: "a number of days")
         }
         return settings
     }
@@ -90,6 +116,7 @@ struct Validator {
                 return digest
             }
         }
+        if let secure = node["console_secure_cookie"] { settings.consoleSecureCookie = try boolean(secure, key: "ops.console_secure_cookie") }
         return settings
     }
 
@@ -212,7 +239,7 @@ struct Validator {
 
     /// Reads a secret file: one secret, without its trailing line break. Secret files must not
     /// be world-readable.
-    private func secretFile(_ path: String, key: String, isSecret: Bool) throws(ConfigError) -> String {
+    func secretFile(_ path: String, key: String, isSecret: Bool) throws(ConfigError) -> String {
         var text = try readFile(path, key: key)
         if isSecret, let mode = FileAccess.mode(of: path), FileAccess.readableByOthers(mode: mode) {
             throw ConfigError(key: key, "\(path) holds a secret but is world-readable (mode \(FileAccess.octal(mode))); run chmod o-r (or 600) on it")
@@ -225,7 +252,7 @@ struct Validator {
         return text
     }
 
-    private func readFile(_ path: String, key: String) throws(ConfigError) -> String {
+    func readFile(_ path: String, key: String) throws(ConfigError) -> String {
         let bytes: [UInt8]
         switch FileAccess.contents(of: path) {
         case .success(let contents): bytes = contents
@@ -239,7 +266,7 @@ struct Validator {
 
     // MARK: Values
 
-    private func mapping(_ node: ConfigNode, key: String?) throws(ConfigError) -> [(key: String, value: ConfigNode)] {
+    func mapping(_ node: ConfigNode, key: String?) throws(ConfigError) -> [(key: String, value: ConfigNode)] {
         guard case .mapping(let pairs, _) = node else {
             throw ConfigError(key: key, "must be a mapping of keys, found \(node.kindName)")
         }
@@ -247,26 +274,26 @@ struct Validator {
     }
 
     /// A section's pairs; nil when the section is present but empty (`server:`).
-    private func optionalMapping(_ node: ConfigNode, key: String) throws(ConfigError) -> [(key: String, value: ConfigNode)]? {
+    func optionalMapping(_ node: ConfigNode, key: String) throws(ConfigError) -> [(key: String, value: ConfigNode)]? {
         if case .null = node { return nil }
         return try mapping(node, key: key)
     }
 
-    private func checkKeys(_ pairs: [(key: String, value: ConfigNode)], allowed: [String], in section: String?) throws(ConfigError) {
+    func checkKeys(_ pairs: [(key: String, value: ConfigNode)], allowed: [String], in section: String?) throws(ConfigError) {
         for (key, _) in pairs where !allowed.contains(key) {
             let path = section.map { "\($0).\(key)" } ?? key
             throw ConfigError(key: path, "unknown key; \(section ?? "the top level") takes \(allowed.joined(separator: ", "))")
         }
     }
 
-    private func scalar(_ node: ConfigNode, key: String) throws(ConfigError) -> String {
+    func scalar(_ node: ConfigNode, key: String) throws(ConfigError) -> String {
         guard case .scalar(let text, _) = node else {
             throw ConfigError(key: key, "must be a single value, found \(node.kindName)")
         }
         return text
     }
 
-    private func nonEmptyString(_ node: ConfigNode, key: String) throws(ConfigError) -> String {
+    func nonEmptyString(_ node: ConfigNode, key: String) throws(ConfigError) -> String {
         let text = try scalar(node, key: key)
         guard !text.isEmpty else { throw ConfigError(key: key, "is empty") }
         return text
@@ -275,7 +302,7 @@ struct Validator {
     /// A listener's address: an IP address as `getaddrinfo` takes it (IPv6 without brackets) or
     /// a host name of RFC 1123 labels. `999.999.1.1` is neither: it used to pass here and stop
     /// `serve` at bind time without naming the key.
-    private func hostName(_ node: ConfigNode, key: String) throws(ConfigError) -> String {
+    func hostName(_ node: ConfigNode, key: String) throws(ConfigError) -> String {
         let text = try nonEmptyString(node, key: key)
         if text.hasPrefix("[") {
             throw ConfigError(key: key, "\"\(text.prefix(80))\": write an IPv6 address without brackets, e.g. ::1")
@@ -304,7 +331,7 @@ struct Validator {
         return labels.last.map { !$0.utf8.allSatisfy(digits.contains) } ?? false
     }
 
-    private func integer(_ node: ConfigNode, key: String, in range: ClosedRange<Int>, what: String) throws(ConfigError) -> Int {
+    func integer(_ node: ConfigNode, key: String, in range: ClosedRange<Int>, what: String) throws(ConfigError) -> Int {
         let text = (try? scalar(node, key: key)) ?? ""
         guard let value = Int(text), range.contains(value) else {
             let shown = text.isEmpty ? node.kindName : "\"\(text.prefix(40))\""
@@ -313,8 +340,29 @@ struct Validator {
         return value
     }
 
+    /// `true` or `false`, exactly.
+    func boolean(_ node: ConfigNode, key: String) throws(ConfigError) -> Bool {
+        switch try? scalar(node, key: key) {
+        case "true": return true
+        case "false": return false
+        case let text?: throw ConfigError(key: key, "must be true or false; got \"\(text.prefix(40))\"")
+        case nil: throw ConfigError(key: key, "must be true or false; got \(node.kindName)")
+        }
+    }
+
+    /// A readable PEM file of CA certificates, relative to the config directory; its absolute
+    /// path.
+    func caFile(_ node: ConfigNode, key: String) throws(ConfigError) -> String {
+        let path = resolver.configRelative(try nonEmptyString(node, key: key))
+        let text = try readFile(path, key: key)
+        guard text.contains("-----BEGIN CERTIFICATE-----") else {
+            throw ConfigError(key: key, "\(path) holds no PEM certificate (-----BEGIN CERTIFICATE-----)")
+        }
+        return path
+    }
+
     /// A list of strings; a single value is a one-element list.
-    private func stringList(_ node: ConfigNode, key: String) throws(ConfigError) -> [String] {
+    func stringList(_ node: ConfigNode, key: String) throws(ConfigError) -> [String] {
         switch node {
         case .scalar(let text, _):
             return [text]
@@ -333,7 +381,7 @@ struct Validator {
         }
     }
 
-    private func networks(_ node: ConfigNode, key: String) throws(ConfigError) -> [IPNetwork] {
+    func networks(_ node: ConfigNode, key: String) throws(ConfigError) -> [IPNetwork] {
         if node.isEmptyList { return [] }
         let values = try stringList(node, key: key)
         return try values.enumerated().map { index, value throws(ConfigError) in

@@ -44,6 +44,12 @@ enum ConfigFuzzHarness {
                     check(!value.contains(fileSecret) && !key.contains(fileSecret), "summary of \(account.keyPath) shows a secret")
                 }
             }
+            // `store.postgres.password_file: secret` reads the sandbox's secret as the password.
+            check(!config.store.summary.contains(fileSecret), "the store summary shows a secret")
+            check(!"\(config.store)".contains(fileSecret), "the store settings print a secret")
+            for target in config.deliveries {
+                check(!target.summary.contains(fileSecret), "summary of delivery target \(target.name) shows a secret")
+            }
         } catch {
             check(!error.description.contains(fileSecret), "config error shows a secret: \(error.description.prefix(200))")
         }
