@@ -284,7 +284,8 @@ run_with_server() {
     [ $# -gt 0 ] || usage
     DIR=$(mktemp -d /tmp/ipndpg.XXXXXX)
     DATA=$DIR/data
-    # In a subshell: a failing stop (which exits) must not skip the removal.
+    # In a subshell: a failing stop (which exits) must not skip the removal. (Run by the trap.)
+    # shellcheck disable=SC2317
     cleanup() {
         (stop_server) || true
         rm -rf "$DIR"
@@ -297,8 +298,10 @@ run_with_server() {
     . "$DIR/server.env"
     # COMMAND runs in the background so that a SIGINT or SIGTERM sent to this script alone is
     # passed on to it at once (bash runs a trap only once its foreground child has exited);
-    # the server is stopped when COMMAND has ended.
-    "$@" &
+    # the server is stopped when COMMAND has ended. bash starts a background command with
+    # SIGINT and SIGQUIT ignored, which the tests' own children would inherit: env restores them.
+    # Its standard input is /dev/null, as for any background command.
+    env --default-signal=INT,QUIT -- "$@" &
     local child=$!
     trap 'kill -TERM "$child" 2>/dev/null || true' INT TERM
     local status
