@@ -54,14 +54,32 @@ server_user() {
     if [ "$(id -u)" -eq 0 ]; then echo postgres; else id -un; fi
 }
 
+# close_inherited_fds: closes every descriptor above 2 in this (sub)shell. The server that
+# pg_ctl starts outlives the script and would keep whatever it inherited open: a pipe a caller
+# reads to its end (make's, CI's log) would never end, and Foundation's Process, which learns
+# that a child exited when a socket the child inherited is closed, would wait for the server to
+# exit rather than for the script.
+close_inherited_fds() {
+    local fd
+    for fd in /proc/"$BASHPID"/fd/*; do
+        fd=${fd##*/}
+        if [ "$fd" -gt 2 ]; then eval "exec $fd>&-" 2>/dev/null || true; fi
+    done
+}
+
 # as_server_user COMMAND...: runs COMMAND as the server's user, from DIR (root's working
-# directory may be closed to postgres, and initdb complains about that).
+# directory may be closed to postgres, and initdb complains about that), with no descriptor
+# but 0, 1 and 2.
 as_server_user() {
-    if [ "$(id -u)" -eq 0 ]; then
-        (cd "$DIR" && runuser -u postgres -- "$@")
-    else
-        (cd "$DIR" && "$@")
-    fi
+    (
+        close_inherited_fds
+        cd "$DIR"
+        if [ "$(id -u)" -eq 0 ]; then
+            exec runuser -u postgres -- "$@"
+        else
+            exec "$@"
+        fi
+    )
 }
 
 log_tail() {
