@@ -63,7 +63,8 @@ pg-stop:
 	@rm -rf $(PG_DIR)
 
 # The whole suite under ThreadSanitizer, then AddressSanitizer (.build-tsan, .build-asan);
-# fails on a failed test or on any sanitizer report. SANITIZERS="thread" runs one.
+# fails on a failed test or on any sanitizer report. SANITIZERS="thread" runs one. Both runs
+# share one throwaway PostgreSQL, as make test does.
 SANITIZERS ?= thread address
 test-sanitizers: deps
 	@scripts/install-system-packages.sh $(TEST_PACKAGES)
