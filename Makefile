@@ -6,7 +6,7 @@ CONFIG ?= config/ipnd.dev.yaml
 # drive the tests' independent clients and the crash test.
 SYSTEM_PACKAGES := libssl-dev libsqlite3-dev pkg-config sqlite3 python3 openssl
 
-.PHONY: all deps build release run test check-config bench profile clean fuzz fuzz-replay crash-test test-sanitizers
+.PHONY: all deps build release run test pg-start pg-stop check-config bench profile clean fuzz fuzz-replay crash-test test-sanitizers
 
 all: build
 
@@ -37,21 +37,39 @@ check-config: build
 
 # The tests also run `systemd-analyze verify` on deploy/ipnd.service. scripts/swift-test.sh
 # repeats what failed at the end of the output, where CI's tail of the log shows it.
-TEST_PACKAGES := systemd
+# The PostgreSQL store's tests need a server: scripts/pg-test-server.sh run starts a throwaway
+# one (Debian's postgresql, a fresh cluster in /tmp/ipndpg.XXXXXX on a unix socket and on
+# 127.0.0.1 with TLS), hands its IPND_TEST_PG_* variables to the tests, and stops and removes
+# it afterwards, whether they passed or not.
+TEST_PACKAGES := systemd postgresql
 
 test: deps
 	@scripts/install-system-packages.sh $(TEST_PACKAGES)
 	chmod 600 config/ipnd.dev.yaml
 	$(SWIFT) build --build-tests
-	SWIFT=$(SWIFT) scripts/with-tmpdir.sh scripts/swift-test.sh --skip-build
+	SWIFT=$(SWIFT) scripts/pg-test-server.sh run scripts/with-tmpdir.sh scripts/swift-test.sh --skip-build
+
+# The same server for a developer's own `swift test --filter ...` or editor: start it, load its
+# variables into the shell, run tests as often as wanted, stop it:
+#   eval "$(make -s pg-start)"    (PG_DIR: where it lives; keep the path short, it holds the socket)
+#   make pg-stop
+PG_DIR ?= /tmp/ipndpg-dev.$(shell id -u)
+pg-start:
+	@scripts/pg-test-server.sh start $(PG_DIR) --tcp
+	@scripts/pg-test-server.sh env $(PG_DIR)
+
+pg-stop:
+	@scripts/pg-test-server.sh stop $(PG_DIR)
+	@rm -rf $(PG_DIR)
 
 # The whole suite under ThreadSanitizer, then AddressSanitizer (.build-tsan, .build-asan);
-# fails on a failed test or on any sanitizer report. SANITIZERS="thread" runs one.
+# fails on a failed test or on any sanitizer report. SANITIZERS="thread" runs one. Both runs
+# share one throwaway PostgreSQL, as make test does.
 SANITIZERS ?= thread address
 test-sanitizers: deps
 	@scripts/install-system-packages.sh $(TEST_PACKAGES)
 	chmod 600 config/ipnd.dev.yaml
-	scripts/test-sanitizers.sh $(SANITIZERS)
+	scripts/pg-test-server.sh run scripts/test-sanitizers.sh $(SANITIZERS)
 
 # kill -9 the daemon at random moments under load, 20 times (make test runs a 4-kill form).
 KILLS ?= 20
