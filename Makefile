@@ -45,6 +45,7 @@ TEST_PACKAGES := systemd postgresql
 
 test: deps
 	@scripts/install-system-packages.sh $(TEST_PACKAGES)
+	@scripts/install-python-packages.sh
 	chmod 600 config/ipnd.dev.yaml
 	$(SWIFT) build --build-tests
 	SWIFT=$(SWIFT) scripts/pg-test-server.sh run scripts/with-tmpdir.sh scripts/swift-test.sh --skip-build
@@ -68,6 +69,7 @@ pg-stop:
 SANITIZERS ?= thread address
 test-sanitizers: deps
 	@scripts/install-system-packages.sh $(TEST_PACKAGES)
+	@scripts/install-python-packages.sh
 	chmod 600 config/ipnd.dev.yaml
 	scripts/pg-test-server.sh run scripts/test-sanitizers.sh $(SANITIZERS)
 

@@ -31,8 +31,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
-        // Tests only: the daemon's own binary carries no general HTTP client.
+        // Push delivery; the tests' clients and receivers.
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
     ],
     targets: [
         // The system OpenSSL 3 (libssl-dev), reached through pkg-config.
@@ -79,11 +80,26 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Push delivery of order events to the merchant's application (AsyncHTTPClient).
+        .target(
+            name: "IPNDelivery",
+            dependencies: [
+                "IPNCore", "IPNStore", "IPNConfig",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // HTTP listeners, middleware, sd_notify, lifecycle, metrics.
         .target(
             name: "IPNServer",
             dependencies: [
-                "IPNCore", "IPNStore", "IPNStoreSQLite", "IPNConfig",
+                "IPNCore", "IPNStore", "IPNStoreSQLite", "IPNConfig", "IPNDelivery",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
@@ -99,7 +115,7 @@ let package = Package(
         .target(
             name: "IPNCommands",
             dependencies: [
-                "IPNCore", "IPNStore", "IPNStoreSQLite", "IPNConfig", "IPNServer",
+                "IPNCore", "IPNStore", "IPNStoreSQLite", "IPNConfig", "IPNDelivery", "IPNServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -164,13 +164,9 @@ struct ExpectOrder: AsyncParsableCommand {
         let config = try options.load(secrets: .skip)
         try Accounts.requireName(config, provider: provider, account: account)
         let amount = try money()
-        let outcome: ExpectationOutcome
-        do {
-            outcome = try ExpectationWriter.set(
-                storePath: config.store.path, provider: provider, account: account, orderRef: orderRef, amount: amount)
-        } catch {
-            Console.error("store unavailable: \(error)")
-            throw ExitStatus.storeUnavailable
+        let (provider, account, orderRef) = (provider, account, orderRef)
+        let outcome = try await StoreAccess.write(config) { store throws(StoreError) in
+            try await store.setExpectation(provider: provider, account: account, orderRef: orderRef, amount: amount)
         }
         Console.output("expectation registered: \(provider)/\(account) order \(orderRef) must be paid with \(amount) (order is \(outcome.state.rawValue))")
         if let mismatch = outcome.mismatch {

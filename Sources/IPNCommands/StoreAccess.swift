@@ -1,5 +1,6 @@
 import IPNConfig
 import IPNStore
+import IPNDelivery
 import IPNStoreSQLite
 
 /// The query commands' access to the store: read-only for SQLite (safe while the daemon runs),
@@ -15,6 +16,28 @@ enum StoreAccess {
     static func read<T>(_ store: any StoreReading, _ body: (any StoreReading) async throws(StoreError) -> T) async throws -> T {
         do {
             return try await body(store)
+        } catch {
+            Console.error("store unavailable: \(error)")
+            throw ExitStatus.storeUnavailable
+        }
+    }
+
+    /// Runs `body` against the config's store opened for a command's few writes beside a
+    /// running daemon (SQLite's locks serialise them with the daemon's writer); the delivery
+    /// routes are the config's, as the daemon's are. Prints why and exits 3 when the store
+    /// cannot be opened or written.
+    static func write<T>(_ config: IPNDConfig, _ body: (any Store) async throws(StoreError) -> T) async throws -> T {
+        do {
+            let store = try SQLiteStore(path: config.store.path, maxBatch: 16, busyTimeout: 10, role: .command)
+            store.setDeliveryRoutes(config.deliveries.map(DeliveryRoute.init))
+            do {
+                let result = try await body(store)
+                _ = try await store.close()
+                return result
+            } catch {
+                _ = try? await store.close()
+                throw error
+            }
         } catch {
             Console.error("store unavailable: \(error)")
             throw ExitStatus.storeUnavailable

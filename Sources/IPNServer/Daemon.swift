@@ -1,6 +1,7 @@
 import Hummingbird
 import IPNConfig
 import IPNCore
+import IPNDelivery
 import IPNStore
 import IPNStoreSQLite
 import Logging
@@ -43,12 +44,17 @@ public final class Daemon: Sendable {
     }
 
     /// Opens and migrates the store; the listeners start with `run`.
+    /// Scales the delivery retry schedule's waits (tests; `IPND_DELIVERY_RETRY_SCALE`).
+    private let deliveryRetryScale: Double
+
     public init(
         config: IPNDConfig,
         logger: Logger,
-        notifier: SystemdNotifier = SystemdNotifier()
+        notifier: SystemdNotifier = SystemdNotifier(),
+        deliveryRetryScale: Double = DeliveryService.environmentRetryScale()
     ) throws(StoreError) {
         self.config = config
+        self.deliveryRetryScale = deliveryRetryScale
         self.logger = logger
         self.notifier = notifier
         metricsRegistry = MetricsRegistry()
@@ -74,6 +80,22 @@ public final class Daemon: Sendable {
     /// Serves until one of `signals` arrives or `shutdown()` is called, then drains in-flight
     /// requests, commits what they started and closes the store.
     public func run(gracefulShutdownSignals signals: [UnixSignal] = [.sigterm, .sigint]) async throws {
+        store.setDeliveryRoutes(config.deliveries.map(DeliveryRoute.init))
+        if let sqlite = sqliteStore {
+            do {
+                try await sqlite.registerDeliveryTargets(config.deliveries.map(\.name))
+                // One daemon per file (the store lock): leases a previous process left are its own.
+                try await sqlite.releaseAbandonedLeases()
+            } catch {
+                _ = try? await store.close()
+                throw error
+            }
+        }
+        let deliveryMetrics = DeliveryMetrics(factory: metricsRegistry.factory)
+        for target in config.deliveries { deliveryMetrics.register(target: target.name) }
+        let deliveries = try DeliveryService(
+            store: store, targets: config.deliveries, logger: logger, metrics: deliveryMetrics, userAgent: "ipnd/\(BuildInfo.version)",
+            retryScale: deliveryRetryScale)
         let health = HealthEndpoints(store: store, logger: logger)
         let endpoint = ProviderEndpoint(config: config, store: store, logger: logger, metrics: metrics, tally: tally)
         let metrics = metrics
@@ -115,6 +137,8 @@ public final class Daemon: Sendable {
         // accepting and finish their in-flight requests.
         var groupConfiguration = ServiceGroupConfiguration(
             services: [
+                // Stopped last: after the listeners, while the store is still open.
+                .init(service: deliveries),
                 .init(service: Listener(
                     application: providerApp, section: "server", host: config.server.host, port: config.server.port,
                     isBound: { [self] in state.withLock { $0.providerPort != nil } })),

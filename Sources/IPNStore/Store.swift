@@ -44,7 +44,9 @@ public protocol Store: StoreReading {
     func claimDeliveries(target: String, limit: Int, now: String, leaseUntil: String, owner: String) async throws(StoreError)
         -> [DeliveryAttempt]
     /// Records what attempts came to (only for deliveries `owner` still leases).
-    func finishDeliveries(_ results: [DeliveryAttemptResult], owner: String) async throws(StoreError)
+    func finishDeliveries(_ results: [DeliveryAttemptOutcome], owner: String) async throws(StoreError)
+    /// Extends the leases `owner` holds on deliveries whose attempts still run.
+    func renewLeases(ids: [Int64], owner: String, until: String) async throws(StoreError)
     /// Gives back deliveries `owner` leased without an answer (shutdown): due again at once.
     func releaseDeliveries(ids: [Int64], owner: String, now: String) async throws(StoreError)
     /// Pauses `target` (it answered 410) until `resumeTarget`.
@@ -105,7 +107,7 @@ public struct DeliveryAttempt: Sendable, Equatable {
 }
 
 /// What one attempt came to.
-public struct DeliveryAttemptResult: Sendable, Equatable {
+public struct DeliveryAttemptOutcome: Sendable, Equatable {
     public enum Outcome: Sendable, Equatable {
         case delivered
         /// Not delivered; attempted again at this time (`Timestamp` text).

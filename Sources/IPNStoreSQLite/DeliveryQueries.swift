@@ -38,7 +38,7 @@ enum DeliveryQueries {
     }
 
     /// Records attempts' outcomes, for deliveries `owner` still leases.
-    static func finish(_ db: Database, _ results: [DeliveryAttemptResult], owner: String) throws {
+    static func finish(_ db: Database, _ results: [DeliveryAttemptOutcome], owner: String) throws {
         let update = try db.cachedStatement(sql: """
             UPDATE deliveries SET
                 state = ?, attempts = attempts + 1, first_attempt_at = COALESCE(first_attempt_at, ?), last_attempt_at = ?,

@@ -10,11 +10,27 @@ public final class SQLiteDatabase: Sendable {
     public let pool: DatabasePool
     /// The WAL's length after the last commit (the writer's checkpoints go by it).
     let walLength: WALLength
+    public let role: Role
 
-    /// Opens (creating if needed) and migrates the store for the daemon. A write waits up to
-    /// `busyTimeout` seconds for a lock another connection holds.
-    public init(path: String, busyTimeout: TimeInterval = 5) throws(StoreError) {
+    /// Who opens the file.
+    public enum Role: Sendable {
+        /// `ipnd serve`: creates and migrates the store, checkpoints the WAL.
+        case daemon
+        /// A command that writes a few rows beside a running daemon (`orders expect`,
+        /// `deliveries retry`): the store must exist at this version's schema; SQLite's locks
+        /// serialise its transactions with the daemon's writer.
+        case command
+    }
+
+    /// Opens the store: for the daemon creating and migrating it; for a command, an existing
+    /// store at this version's schema. A write waits up to `busyTimeout` seconds for a lock
+    /// another connection holds.
+    public init(path: String, busyTimeout: TimeInterval = 5, role: Role = .daemon) throws(StoreError) {
         self.path = path
+        self.role = role
+        if role == .command, !FileManager.default.fileExists(atPath: path) {
+            throw StoreError(message: "no store at \(path) (has ipnd serve run with this config?)")
+        }
         // The daemon opens no connection before this one, so the settings hold for all of them.
         _ = SQLiteLibrary.configure()
         var configuration = Configuration()
@@ -34,7 +50,12 @@ public final class SQLiteDatabase: Sendable {
             // synchronous=NORMAL as it does: a commit would then return before its fsync.
             try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
             try pool.read { db in try Schema.refuseNewerSchema(db) }
-            try Schema.migrator.migrate(pool)
+            switch role {
+            case .daemon:
+                try Schema.migrator.migrate(pool)
+            case .command:
+                try pool.read { db in try Schema.requireCurrentSchema(db, path: path) }
+            }
         } catch {
             throw StoreError(error, doing: "open \(path)")
         }
@@ -57,12 +78,15 @@ public final class SQLiteDatabase: Sendable {
     @discardableResult
     public func close() throws(StoreError) -> StoreError? {
         var checkpointFailure: StoreError?
-        do {
-            try pool.writeWithoutTransaction { db in
-                _ = try db.checkpoint(.truncate)
+        // A command leaves the WAL to the daemon's checkpoints.
+        if role == .daemon {
+            do {
+                try pool.writeWithoutTransaction { db in
+                    _ = try db.checkpoint(.truncate)
+                }
+            } catch {
+                checkpointFailure = StoreError(error, doing: "checkpoint the WAL before closing")
             }
-        } catch {
-            checkpointFailure = StoreError(error, doing: "checkpoint the WAL before closing")
         }
         do {
             try pool.close()

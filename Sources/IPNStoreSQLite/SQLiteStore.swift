@@ -17,11 +17,12 @@ public final class SQLiteStore: Store {
         path: String,
         maxBatch: Int = 256,
         busyTimeout: TimeInterval = 5,
+        role: SQLiteDatabase.Role = .daemon,
         commitObserver: (@Sendable (_ batchSize: Int, _ seconds: Double, _ failed: Bool) -> Void)? = nil,
         checkpointObserver: (@Sendable (_ seconds: Double, _ error: StoreError?) -> Void)? = nil
     ) throws(StoreError) {
         self.init(
-            database: try SQLiteDatabase(path: path, busyTimeout: busyTimeout), maxBatch: maxBatch,
+            database: try SQLiteDatabase(path: path, busyTimeout: busyTimeout, role: role), maxBatch: maxBatch,
             commitObserver: commitObserver, checkpointObserver: checkpointObserver)
     }
 
@@ -33,7 +34,8 @@ public final class SQLiteStore: Store {
     ) {
         self.database = database
         writer = GroupCommitWriter(
-            store: database, maxBatch: maxBatch, observer: commitObserver, checkpointObserver: checkpointObserver)
+            store: database, maxBatch: maxBatch, backgroundCheckpoints: database.role == .daemon, observer: commitObserver,
+            checkpointObserver: checkpointObserver)
         let signal = eventSignal
         writer.eventsCommitted.withLock { $0 = { _ in signal.signal() } }
     }
@@ -101,9 +103,17 @@ public final class SQLiteStore: Store {
         }
     }
 
-    public func finishDeliveries(_ results: [DeliveryAttemptResult], owner: String) async throws(StoreError) {
+    public func finishDeliveries(_ results: [DeliveryAttemptOutcome], owner: String) async throws(StoreError) {
         guard !results.isEmpty else { return }
         try await writer.submit { tx in try DeliveryQueries.finish(tx.db, results, owner: owner) }
+    }
+
+    public func renewLeases(ids: [Int64], owner: String, until: String) async throws(StoreError) {
+        guard !ids.isEmpty else { return }
+        try await writer.submit { tx in
+            let renew = try tx.db.cachedStatement(sql: "UPDATE deliveries SET lease_until = ? WHERE id = ? AND lease_owner = ?")
+            for id in ids { try renew.execute(arguments: [until, id, owner]) }
+        }
     }
 
     public func releaseDeliveries(ids: [Int64], owner: String, now: String) async throws(StoreError) {

@@ -13,6 +13,18 @@ enum Schema {
         }
     }
 
+    /// A command writes only to a store `ipnd serve` has brought to this version's schema.
+    static func requireCurrentSchema(_ db: Database, path: String) throws {
+        guard try db.tableExists("orders") else {
+            throw StoreError(message: "\(path) is not an ipnd store (no orders table)")
+        }
+        let missing = Set(migrator.migrations).subtracting(try migrator.appliedIdentifiers(db))
+        guard missing.isEmpty else {
+            throw StoreError(message: "the store at \(path) predates this ipnd (\(missing.sorted().joined(separator: "; ")) not applied); "
+                + "start ipnd serve of this version once to upgrade it")
+        }
+    }
+
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1: notifications, orders, transitions, dedup keys, links, refunds") { db in

@@ -385,12 +385,11 @@ struct InboxTests {
             #expect(error.message == "the store was migrated by a newer ipnd (v9: from the future); "
                 + "run that version, or restore a backup taken before the upgrade")
         }
-        // `orders expect` writes to the file itself: it refuses the newer store too, and writes nothing.
+        // Commands (`orders expect`, `deliveries retry`) write to the file themselves: they refuse
+        // the newer store too, and write nothing.
         do {
-            _ = try ExpectationWriter.set(
-                storePath: first.path, provider: "test", account: "default", orderRef: "later",
-                amount: Money(minor: 100, currency: "USD"))
-            Issue.record("an expectation was written into a store migrated by a newer ipnd")
+            _ = try SQLiteDatabase(path: first.path, role: .command)
+            Issue.record("a command opened a store migrated by a newer ipnd")
         } catch {
             #expect(error.message.hasPrefix("the store was migrated by a newer ipnd (v9: from the future)"))
         }

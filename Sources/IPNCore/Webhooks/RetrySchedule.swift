@@ -60,7 +60,11 @@ public enum RetrySchedule {
     ///   - now: when this attempt ended.
     ///   - jitter: a uniform random value in 0..<1 (values outside are clamped); 0.5 gives the
     ///     base wait exactly.
-    public static func decide(_ result: DeliveryAttemptResult, attempts: Int, firstAttemptAt: Int64, now: Int64, jitter: Double) -> DeliveryDecision {
+    ///   - delayScale: shrinks (or stretches) the schedule's own waits, not a `Retry-After` nor
+    ///     the three days: for drills and tests that cannot wait minutes (`IPND_DELIVERY_RETRY_SCALE`).
+    public static func decide(
+        _ result: DeliveryAttemptResult, attempts: Int, firstAttemptAt: Int64, now: Int64, jitter: Double, delayScale: Double = 1
+    ) -> DeliveryDecision {
         var requested: Int64?
         switch result {
         case .response(let status, let retryAfter):
@@ -75,6 +79,7 @@ public enum RetrySchedule {
         let cutoff = firstAttemptAt.addingClamped(retryWindow)
         guard now < cutoff else { return .failed }
         var wait = jittered(baseDelay(afterAttempt: attempts), jitter: jitter)
+        if delayScale != 1, delayScale.isFinite, delayScale >= 0 { wait = Int64((Double(wait) * delayScale).rounded()) }
         if let requested { wait = max(wait, min(requested, retryAfterCap)) }
         return .retry(at: min(now.addingClamped(wait), cutoff))
     }

@@ -1,4 +1,5 @@
 import CoreMetrics
+import Foundation
 import IPNCore
 import IPNStore
 import Prometheus
@@ -16,6 +17,9 @@ final class MetricsRegistry: Sendable {
     let factory: PrometheusMetricsFactory
     let server: ServerMetrics
     private let ordersByState: [OrderState: CoreMetrics.Gauge]
+    /// `ipnd_delivery_backlog` and `ipnd_delivery_oldest_pending_seconds` per target, read from
+    /// the store at each scrape.
+    private let deliveryGaugesByTarget = Locked<[String: (backlog: CoreMetrics.Gauge, oldest: CoreMetrics.Gauge)]>([:])
 
     init() {
         var factory = PrometheusMetricsFactory(registry: registry)
@@ -26,6 +30,12 @@ final class MetricsRegistry: Sendable {
             .seconds(1), .milliseconds(2500), .seconds(5), .seconds(10),
         ]
         factory.defaultValueHistogramBuckets = [1, 2, 4, 8, 16, 32, 64, 128, 256]
+        // A delivery attempt takes up to its target's timeout (15 s by default, at most 300 s).
+        factory.durationHistogramBuckets["ipnd_delivery_duration_seconds"] = [
+            .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
+            .milliseconds(250), .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(5), .seconds(10),
+            .seconds(15), .seconds(30), .seconds(60), .seconds(300),
+        ]
         self.factory = factory
         server = ServerMetrics(factory: factory)
         var gauges: [OrderState: CoreMetrics.Gauge] = [:]
@@ -43,7 +53,28 @@ final class MetricsRegistry: Sendable {
         if let counts = try? await store.orderCountsByState() {
             for (state, gauge) in ordersByState { gauge.record(Double(counts[state] ?? 0)) }
         }
+        if let targets = try? await store.deliveryTargets() {
+            let now = Date().timeIntervalSince1970
+            for target in targets {
+                let (backlog, oldest) = deliveryGauges(target.name)
+                backlog.record(Double(target.backlog))
+                let oldestAt = target.oldestPendingAt.flatMap(Timestamp.parse).map { Double($0) / 1000 }
+                oldest.record(oldestAt.map { max(0, now - $0) } ?? 0)
+            }
+        }
         return PrometheusExposition(parsing: registry.emitToString()).rendered(help: MetricHelp.text(for:))
+    }
+
+    private func deliveryGauges(_ target: String) -> (backlog: CoreMetrics.Gauge, oldest: CoreMetrics.Gauge) {
+        deliveryGaugesByTarget.withLock { gauges in
+            if let existing = gauges[target] { return existing }
+            let made = (
+                backlog: CoreMetrics.Gauge(label: "ipnd_delivery_backlog", dimensions: [("target", target)], factory: factory),
+                oldest: CoreMetrics.Gauge(label: "ipnd_delivery_oldest_pending_seconds", dimensions: [("target", target)], factory: factory)
+            )
+            gauges[target] = made
+            return made
+        }
     }
 }
 

@@ -30,6 +30,7 @@ struct OpsAPI: Sendable {
         }
         router.getAndHead("/api/v1/notifications") { request, _ in await listNotifications(request) }
         EventFeed(store: store, logger: logger).register(on: router)
+        DeliveriesAPI(store: store, logger: logger).register(on: router)
     }
 
     func listOrders(_ request: Request) async -> Response {

@@ -83,7 +83,9 @@ final class TestDaemon: Sendable {
         serverYAML: String = "",
         maxBatch: Int = 256,
         storeDirectory: URL? = nil,
-        opsTokens: [String] = [opsToken]
+        opsTokens: [String] = [opsToken],
+        extraYAML: String = "",
+        deliveryRetryScale: Double = 1
     ) async throws -> TestDaemon {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ipnd-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -101,6 +103,7 @@ final class TestDaemon: Sendable {
               port: 0
               tokens_sha256: [\(opsTokens.map { Hex.encode(Crypto.digest(.sha256, Array($0.utf8))) }.joined(separator: ", "))]
             \(providersYAML)
+            \(extraYAML)
             """
         let configPath = directory.appendingPathComponent("ipnd.yaml").path
         try Data(yaml.utf8).write(to: URL(fileURLWithPath: configPath))
@@ -108,7 +111,7 @@ final class TestDaemon: Sendable {
         let config = try ConfigLoader.load(path: configPath, environment: [:])
         let logs = LogOutput.capture()
         let logger = Logger(label: "ipnd-test") { label in LogfmtLogHandler(label: label, level: .info, output: logs) }
-        let daemon = try Daemon(config: config, logger: logger)
+        let daemon = try Daemon(config: config, logger: logger, deliveryRetryScale: deliveryRetryScale)
         let task = Task { try await daemon.run(gracefulShutdownSignals: []) }
         guard let ports = await daemon.listeningPorts() else {
             _ = try await task.value  // the daemon's own error: why it did not listen

@@ -1,0 +1,283 @@
+import Foundation
+import IPNConfig
+import IPNCore
+import IPNStore
+import Logging
+import Metrics
+import ServiceLifecycle
+
+/// Push delivery (product.md section 8): for each configured target, takes the deliveries that
+/// are due from the store, POSTs them signed, and records what came of each. The store holds
+/// every delivery's state, so a dead target's backlog grows on disk, not here, and a crash loses
+/// nothing: a delivery not answered 2xx is sent again, with the same `webhook-id`.
+///
+/// Per target, at most `max_in_flight` requests at a time; per order and target, the store hands
+/// out the first pending event only, so an order's events arrive in seq order while other
+/// orders go on. A graceful shutdown stops taking deliveries, lets the attempts in flight
+/// finish for `shutdownGrace`, then abandons the rest, which are attempted again later.
+public final class DeliveryService: Service, Sendable {
+    private let store: any Store
+    private let logger: Logger
+    private let metrics: DeliveryMetrics
+    private let owner: String
+    private let userAgent: String
+    private let shutdownGrace: Duration
+    /// Scales the retry schedule's waits: 1 in production; `IPND_DELIVERY_RETRY_SCALE` (0.001 to
+    /// 1) shortens them for drills and tests.
+    private let retryScale: Double
+    private let state = Locked(State())
+
+    /// How long a claimed delivery is leased: renewed while its attempt runs, so another node
+    /// takes over one whose node died within this (and a poll).
+    static let leaseLength: Int64 = 45_000
+    static let leaseRenewal: Duration = .seconds(15)
+    /// How often a target with nothing due looks again without being woken (another node's
+    /// commits, retries coming due).
+    static let pollInterval: Duration = .seconds(1)
+
+    private struct State {
+        var workers: [String: TargetWorker] = [:]
+        var sender: WebhookSender?
+        var stopping = false
+    }
+
+    /// - Parameters:
+    ///   - owner: this process's name on the leases it takes (unique among the nodes).
+    public init(
+        store: any Store, targets: [DeliveryTarget], logger: Logger, metrics: DeliveryMetrics, userAgent: String,
+        owner: String = DeliveryService.ownerName(), shutdownGrace: Duration = .seconds(5),
+        retryScale: Double = DeliveryService.environmentRetryScale()
+    ) throws {
+        self.store = store
+        self.logger = logger
+        self.metrics = metrics
+        self.owner = owner
+        self.userAgent = userAgent
+        self.shutdownGrace = shutdownGrace
+        self.retryScale = min(1, max(0.001, retryScale))
+        let sender = try WebhookSender(targets: targets, userAgent: userAgent)
+        state.withLock { state in
+            state.sender = sender
+            for target in targets {
+                state.workers[target.name] = TargetWorker(target: target, sender: sender, service: self)
+            }
+        }
+    }
+
+    /// `IPND_DELIVERY_RETRY_SCALE` (0.001 to 1; 1 when unset): shortens the retry schedule's waits
+    /// for drills and tests.
+    public static func environmentRetryScale() -> Double {
+        ProcessInfo.processInfo.environment["IPND_DELIVERY_RETRY_SCALE"].flatMap(Double.init) ?? 1
+    }
+
+    /// `host-pid-random`: names this process on the leases it takes.
+    public static func ownerName() -> String {
+        var name = [CChar](repeating: 0, count: 256)
+        let host = gethostname(&name, name.count) == 0 ? String(cString: name) : "host"
+        return "\(host)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+    }
+
+    public func run() async throws {
+        let workers = state.withLock { Array($0.workers.values) }
+        for worker in workers { worker.start() }
+        let leases = Task { await renewLeases() }
+        let wakeups = Task { await forwardStoreSignals() }
+        await withGracefulShutdownHandler {
+            while !Task.isCancelled, !state.withLock({ $0.stopping }) {
+                try? await Task.sleep(for: .milliseconds(200))
+            }
+        } onGracefulShutdown: {
+            self.state.withLock { $0.stopping = true }
+        }
+        state.withLock { $0.stopping = true }
+        let all = state.withLock { Array($0.workers.values) }
+        await withTaskGroup(of: Void.self) { group in
+            for worker in all { group.addTask { await worker.stop(grace: self.shutdownGrace) } }
+        }
+        leases.cancel()
+        wakeups.cancel()
+        await state.withLock { $0.sender }?.shutdown()
+    }
+
+    /// Wakes the workers when this process commits events (new deliveries are due at once).
+    private func forwardStoreSignals() async {
+        var generation = store.eventSignal.generation
+        while !Task.isCancelled {
+            await store.eventSignal.wait(since: generation, timeout: .seconds(5))
+            let now = store.eventSignal.generation
+            if now != generation {
+                generation = now
+                for worker in state.withLock({ Array($0.workers.values) }) { worker.wake() }
+            }
+        }
+    }
+
+    /// Keeps the leases of attempts in flight alive while they run.
+    private func renewLeases() async {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: Self.leaseRenewal)
+            let ids = state.withLock { $0.workers.values.flatMap { $0.inFlightIDs } }
+            guard !ids.isEmpty else { continue }
+            do {
+                try await store.renewLeases(ids: ids, owner: owner, until: Self.timestamp(offset: Self.leaseLength))
+            } catch {
+                logger.warning("delivery leases not renewed", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    static func timestamp(offset milliseconds: Int64 = 0) -> String {
+        Timestamp.format(epochMilliseconds: Int64(Date().timeIntervalSince1970 * 1000) + milliseconds)
+    }
+
+    // MARK: One attempt
+
+    fileprivate func attempt(_ delivery: DeliveryAttempt, target: DeliveryTarget, sender: WebhookSender) async {
+        let body = Array(RecordJSON.event(delivery.event).text.utf8)
+        let answer: WebhookSender.Answer
+        do {
+            answer = try await sender.send(body, id: delivery.event.id, to: target)
+        } catch {
+            // Abandoned (shutdown): given back, due again at once, not counted as an attempt.
+            try? await store.releaseDeliveries(ids: [delivery.id], owner: owner, now: Self.timestamp())
+            return
+        }
+        let nowMillis = Int64(Date().timeIntervalSince1970 * 1000)
+        let now = Timestamp.format(epochMilliseconds: nowMillis)
+        let firstAttempt = delivery.firstAttemptAt.flatMap(Timestamp.parse) ?? nowMillis
+        let decision = RetrySchedule.decide(
+            answer.result, attempts: delivery.attempts + 1, firstAttemptAt: firstAttempt, now: nowMillis,
+            jitter: Double.random(in: 0..<1), delayScale: retryScale)
+        metrics.attempted(target: target.name, seconds: answer.seconds)
+        let outcome: DeliveryAttemptOutcome.Outcome
+        var metadata: Logger.Metadata = [
+            "target": .string(target.name), "event_id": .string(delivery.event.id), "delivery_id": .string(String(delivery.id)),
+            "seq": .string(String(delivery.event.seq)), "attempts": .string(String(delivery.attempts + 1)),
+        ]
+        if let status = answer.status { metadata["status"] = .string(String(status)) }
+        if let error = answer.error { metadata["error"] = .string(error) }
+        switch decision {
+        case .delivered:
+            outcome = .delivered
+            metrics.finished(target: target.name, outcome: .delivered)
+        case .retry(let at):
+            outcome = .retry(at: Timestamp.format(epochMilliseconds: at))
+            metrics.finished(target: target.name, outcome: .retried)
+            metadata["next_attempt_at"] = .string(Timestamp.format(epochMilliseconds: at))
+            logger.warning("delivery attempt failed; retried later", metadata: metadata)
+        case .failed:
+            outcome = .failed
+            metrics.finished(target: target.name, outcome: .failed)
+            logger.error("delivery failed: no 2xx in the three days since its first attempt; `ipnd deliveries retry` sends it again",
+                         metadata: metadata)
+        case .pauseTarget:
+            outcome = .paused
+            metrics.finished(target: target.name, outcome: .retried)
+            logger.error("delivery target answered 410 and is paused; nothing is lost: `ipnd deliveries resume \(target.name)` resumes it",
+                         metadata: metadata)
+            do {
+                try await store.pauseTarget(target.name, reason: "answered 410 to event \(delivery.event.id)", at: now)
+            } catch {
+                logger.error("delivery target not paused: store unavailable", metadata: ["target": .string(target.name), "error": "\(error)"])
+            }
+        }
+        let record = DeliveryAttemptOutcome(
+            id: delivery.id, attemptedAt: now, status: answer.status,
+            error: outcome == .delivered ? nil : answer.error.map { String($0.prefix(500)) }, outcome: outcome)
+        do {
+            try await store.finishDeliveries([record], owner: owner)
+        } catch {
+            // The lease runs out and the delivery is attempted again: at least once.
+            logger.error("delivery outcome not recorded; it will be attempted again", metadata: metadata.merging(
+                ["store_error": "\(error)"], uniquingKeysWith: { $1 }))
+        }
+    }
+
+    fileprivate func claim(_ target: DeliveryTarget, limit: Int) async -> [DeliveryAttempt] {
+        do {
+            return try await store.claimDeliveries(
+                target: target.name, limit: limit, now: Self.timestamp(), leaseUntil: Self.timestamp(offset: Self.leaseLength),
+                owner: owner)
+        } catch {
+            logger.error("deliveries not claimed: store unavailable", metadata: ["target": .string(target.name), "error": "\(error)"])
+            return []
+        }
+    }
+}
+
+/// One target's loop: claims what is due while it has room for more in flight, sends each in a
+/// task of its own, and sleeps until an attempt ends, the store says events committed, or the
+/// poll interval passes.
+private final class TargetWorker: Sendable {
+    let target: DeliveryTarget
+    let sender: WebhookSender
+    unowned let service: DeliveryService
+    private let wakeSignal = EventSignal()
+    private let state = Locked(WorkerState())
+
+    struct WorkerState {
+        var inFlight: Set<Int64> = []
+        var task: Task<Void, Never>?
+        var stopping = false
+    }
+
+    init(target: DeliveryTarget, sender: WebhookSender, service: DeliveryService) {
+        self.target = target
+        self.sender = sender
+        self.service = service
+    }
+
+    var inFlightIDs: [Int64] { state.withLock { Array($0.inFlight) } }
+
+    func wake() { wakeSignal.signal() }
+
+    func start() {
+        let task = Task { await loop() }
+        state.withLock { $0.task = task }
+    }
+
+    /// Stops claiming; waits up to `grace` for the attempts in flight, then abandons them.
+    func stop(grace: Duration) async {
+        let task = state.withLock { state -> Task<Void, Never>? in
+            state.stopping = true
+            return state.task
+        }
+        wake()
+        guard let task else { return }
+        let deadline = ContinuousClock.now + grace
+        while ContinuousClock.now < deadline, !state.withLock({ $0.inFlight.isEmpty }) {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        task.cancel()
+        await task.value
+    }
+
+    private func loop() async {
+        await withDiscardingTaskGroup { group in
+            while true {
+                let generation = wakeSignal.generation
+                let (stopping, room) = state.withLock { ($0.stopping, target.maxInFlight - $0.inFlight.count) }
+                if stopping { break }
+                var claimed: [DeliveryAttempt] = []
+                if room > 0 {
+                    claimed = await service.claim(target, limit: room)
+                    state.withLock { state in for delivery in claimed { state.inFlight.insert(delivery.id) } }
+                    for delivery in claimed {
+                        group.addTask { [self] in
+                            await service.attempt(delivery, target: target, sender: sender)
+                            state.withLock { _ = $0.inFlight.remove(delivery.id) }
+                            wake()
+                        }
+                    }
+                }
+                // More may be due at once when the claim filled the room; otherwise wait.
+                if claimed.isEmpty || claimed.count < room {
+                    await wakeSignal.wait(since: generation, timeout: DeliveryService.pollInterval)
+                }
+                if Task.isCancelled { break }
+            }
+            // Cancelled (the grace ran out) or stopping: the group waits for its attempts, which
+            // give their deliveries back when cancelled.
+        }
+    }
+}
