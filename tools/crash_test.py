@@ -12,14 +12,21 @@ re-sends some acknowledged ones too. At the end it reads the SQLite file itself 
   * every order is in the state its notifications imply (the highest-ranked one) with its amount;
   * nothing was rejected, and PRAGMA integrity_check is ok.
 
+With --deliveries, a delivery target is configured too: tools/webhook_receiver.py verifies every
+request with the Standard Webhooks library, and at the end every event in the store must have
+been delivered (2xx) at least once, signed, each order's events first delivered in seq order,
+one webhook-id per event, and one event per transition.
+
 It prints the counts and exits non-zero on any violation.
 
     tools/crash_test.py --binary .build/debug/ipnd --kills 20      # long form (make crash-test)
     tools/crash_test.py --binary .build/debug/ipnd --kills 3       # short form (make test)
 """
 import argparse
+import base64
 import collections
 import http.client
+import json
 import os
 import queue
 import random
@@ -89,7 +96,7 @@ class Notification:
         self.resent = False
 
 
-def config_yaml(store):
+def config_yaml(store, delivery_url=None, secret=None):
     public_key = open(os.path.join(FIXTURES, "alipay-test-public-key.b64")).read().strip()
     return f"""server:
   host: 127.0.0.1
@@ -120,21 +127,27 @@ providers:
     - account: default
       username: crash-user
       password: "crash:password"
-"""
+""" + (f"""deliveries:
+  - name: crash
+    url: {delivery_url}
+    secret: "{secret}"
+    timeout_seconds: 5
+""" if delivery_url else "")
 
 
 class Daemon:
     """The ipnd process: started, killed with SIGKILL, started again; its port follows."""
 
-    def __init__(self, binary, config, log_path):
+    def __init__(self, binary, config, log_path, environment=None):
         self.binary, self.config, self.log = binary, config, open(log_path, "ab")
+        self.environment = environment
         self.process = None
         self.port = None
         self.lock = threading.Lock()
 
     def start(self, timeout=60):
         process = subprocess.Popen([self.binary, "serve", "--config", self.config], stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.PIPE)
+                                   stderr=subprocess.PIPE, env=self.environment)
         ready = threading.Event()
         found = {}
 
@@ -324,6 +337,83 @@ def verify(store, load):
     return failures, counts
 
 
+class Receiver:
+    """tools/webhook_receiver.py on a fixed port, its log read back."""
+
+    def __init__(self, workdir, secret):
+        self.log = os.path.join(workdir, "received.jsonl")
+        self.process = subprocess.Popen(
+            [sys.executable, os.path.join(ROOT, "tools", "webhook_receiver.py"), "--port", "0", "--secret", secret,
+             "--log", self.log], stdout=subprocess.PIPE, text=True)
+        line = self.process.stdout.readline()
+        if not line.startswith("listening "):
+            raise RuntimeError(f"the receiver did not start: {line!r}")
+        self.port = int(line.split()[1])
+
+    def requests(self):
+        if not os.path.exists(self.log):
+            return []
+        with open(self.log) as handle:
+            return [json.loads(line) for line in handle if line.strip()]
+
+    def stop(self):
+        self.process.kill()
+        self.process.wait()
+
+
+def wait_for_deliveries(store, receiver, timeout):
+    """Until every event in the store was answered 2xx, or `timeout` seconds."""
+    deadline = time.time() + timeout
+    while True:
+        db = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+        seqs = {row[0] for row in db.execute("SELECT seq FROM events")}
+        db.close()
+        delivered = {r["seq"] for r in receiver.requests() if r["answer"] == "200"}
+        if seqs <= delivered or time.time() > deadline:
+            return
+        time.sleep(0.2)
+
+
+def verify_deliveries(store, receiver):
+    db = sqlite3.connect(store)
+    failures = []
+    events = db.execute("SELECT seq, id, order_id FROM events ORDER BY seq").fetchall()
+    transitions = db.execute("SELECT COUNT(*) FROM transitions").fetchone()[0]
+    db.close()
+    if len(events) != transitions:
+        failures.append(f"{len(events)} events for {transitions} transitions")
+    if [seq for seq, _, _ in events] != list(range(1, len(events) + 1)):
+        failures.append("event seqs are not 1..N without a gap")
+    requests = receiver.requests()
+    first_delivery = {}
+    ids = {}
+    for request in requests:
+        if not all(request["verified"]):
+            failures.append(f"seq {request['seq']}: signature not verified")
+        known = ids.setdefault(request["seq"], request["id"])
+        if known != request["id"]:
+            failures.append(f"seq {request['seq']} sent with two webhook-ids")
+        if request["answer"] == "200":
+            first_delivery.setdefault(request["seq"], request["t"])
+    undelivered = [seq for seq, _, _ in events if seq not in first_delivery]
+    for seq in undelivered[:10]:
+        failures.append(f"event {seq} was never delivered")
+    by_order = collections.defaultdict(list)
+    for seq, event_id, order_id in events:
+        if ids.get(seq, event_id) != event_id:
+            failures.append(f"seq {seq} delivered with webhook-id {ids[seq]}, not the event's id {event_id}")
+        by_order[order_id].append(seq)
+    for order_id, seqs in by_order.items():
+        times = [first_delivery[seq] for seq in seqs if seq in first_delivery]
+        if times != sorted(times):
+            failures.append(f"order {order_id}: events first delivered out of seq order")
+    counts = {
+        "events": len(events), "delivered_events": len(first_delivery), "delivery_requests": len(requests),
+        "undelivered_events": len(undelivered),
+    }
+    return failures, counts
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--binary", default=os.path.join(ROOT, ".build", "debug", "ipnd"))
@@ -335,6 +425,7 @@ def main():
     parser.add_argument("--duplicate-rate", type=float, default=0.1)
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--workdir", default=None)
+    parser.add_argument("--deliveries", action="store_true", help="also deliver events to a receiver and check them")
     args = parser.parse_args()
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)
     rng = random.Random(seed)
@@ -342,12 +433,19 @@ def main():
     os.makedirs(workdir, exist_ok=True)
     store = os.path.join(workdir, "ipnd.sqlite")
     config = os.path.join(workdir, "ipnd.yaml")
+    receiver = None
+    environment = dict(os.environ)
+    if args.deliveries:
+        secret = "whsec_" + base64.b64encode(os.urandom(32)).decode()
+        receiver = Receiver(workdir, secret)
+        # The retry schedule's waits, a hundredth: 5 s becomes 50 ms.
+        environment["IPND_DELIVERY_RETRY_SCALE"] = "0.01"
     with open(config, "w") as file:
-        file.write(config_yaml(store))
+        file.write(config_yaml(store, receiver and f"http://127.0.0.1:{receiver.port}/hooks", receiver and secret))
     os.chmod(config, 0o600)
     print(f"crash-test: seed {seed}, {args.kills} kills, {args.workers} workers, workdir {workdir}", flush=True)
 
-    daemon = Daemon(args.binary, config, os.path.join(workdir, "ipnd.log"))
+    daemon = Daemon(args.binary, config, os.path.join(workdir, "ipnd.log"), environment)
     daemon.start()
     load = Load(daemon, rng, args.duplicate_rate, args.min_orders)
     errors = []
@@ -371,6 +469,8 @@ def main():
             worker.join(max(1, deadline - time.time()))
         if any(worker.is_alive() for worker in workers):
             errors.append("the load did not finish within 300 s of the last kill")
+        if receiver:
+            wait_for_deliveries(store, receiver, 120)
         daemon.kill()  # the last stop is a kill as well
     except Exception as error:
         errors.append(f"{type(error).__name__}: {error}")
@@ -380,6 +480,11 @@ def main():
 
     failures, counts = verify(store, load)
     failures = errors + failures
+    if receiver:
+        delivery_failures, delivery_counts = verify_deliveries(store, receiver)
+        receiver.stop()
+        failures += delivery_failures
+        counts.update(delivery_counts)
     sent = sum(len(ns) for ns in load.orders.values())
     summary = {
         "kills": kills, "seconds": round(elapsed, 1), "orders": len(load.orders), "notifications": sent,

@@ -91,15 +91,12 @@ final class WebhookReceiver: @unchecked Sendable {
         try Data(mode.utf8).write(to: URL(fileURLWithPath: controlPath))
     }
 
-    /// Stops the receiver: SIGTERM, then SIGKILL past 2 s. Polls `isRunning`, which Foundation's
-    /// monitor thread updates: `waitUntilExit` spins the calling thread's run loop, and hung when
-    /// called from a deinit while the test process was exiting.
+    /// Stops the receiver (SIGKILL: children of the test process inherit its blocked SIGTERM).
+    /// Polls `isRunning`, which Foundation's monitor thread updates: `waitUntilExit` spins the
+    /// calling thread's run loop, and hung when called from a deinit while the test process exited.
     func stop() {
         guard process.isRunning else { return }
-        kill(process.processIdentifier, SIGTERM)
-        let deadline = Date().addingTimeInterval(2)
-        while process.isRunning, Date() < deadline { usleep(10_000) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        kill(process.processIdentifier, SIGKILL)
         while process.isRunning { usleep(10_000) }
     }
 

@@ -1,0 +1,51 @@
+import Foundation
+import GRDB
+import IPNCore
+import Testing
+
+@Suite("A store written before order events opens and upgrades in place (issue 30)")
+struct UpgradeTests {
+    /// Fixtures/store-v4-before-events.sqlite was written by `ipnd serve` and `ipnd orders
+    /// expect` of main at 4393897 (schema v1 to v4): OLD-1 pending then paid (Unlimint), OLD-2
+    /// paid (Citcon), OLD-3 paid 12.00 MYR (iPay88), OLD-4 expected 5.00 USD and paid 6.00 (a
+    /// mismatch, flagged), and one forged request (rejected).
+    @Test("its orders, transitions and notifications read as before; new changes write events from seq 1")
+    func upgradeInPlace() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ipnd-upgrade-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try Data(Fixture.bytes("store-v4-before-events.sqlite")).write(to: directory.appendingPathComponent("ipnd.sqlite"))
+
+        let daemon = try await TestDaemon.start(storeDirectory: directory)
+        let migrations = try daemon.query { db in try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations ORDER BY rowid") }
+        #expect(migrations.count == 5)
+        #expect(migrations.last?.hasPrefix("v5:") == true)
+
+        let orders = try await daemon.apiObject("/api/v1/orders").objects("items")
+        #expect(orders.map { $0.string("order_ref") } == ["OLD-4", "OLD-3", "OLD-2", "OLD-1"])
+        #expect(orders.map { $0.string("state") } == ["expected", "paid", "paid", "paid"])
+        #expect(orders.first?["flags"] as? [String] == ["amount_mismatch"])
+        #expect(orders[1].int("amount_minor") == 1200 && orders[1].string("currency") == "MYR")
+        let old1 = try await daemon.apiObject("/api/v1/orders/unlimint/OLD-1")
+        #expect(old1.objects("transitions").map { $0.string("to") } == ["pending", "paid"])
+        let notifications = try await daemon.apiObject("/api/v1/notifications?limit=100").objects("items")
+        #expect(notifications.count == 6)
+        #expect(notifications.filter { $0.string("verdict") == "rejected" }.count == 1)
+
+        // Nothing before the upgrade is in the feed; the first change after it is seq 1.
+        #expect(try await daemon.apiObject("/api/v1/events").objects("events").isEmpty)
+        try await daemon.deliver("unlimint", order: "OLD-1", status: "REFUNDED")
+        try await daemon.deliver("unlimint", order: "NEW-1", status: "COMPLETED")
+        let events = try await daemon.apiObject("/api/v1/events").objects("events")
+        #expect(events.map { $0.int("seq") } == [1, 2])
+        let refunded = try #require(events.first?["order"] as? JSONDict)
+        #expect(refunded.string("order_ref") == "OLD-1" && refunded.string("state") == "refunded")
+        #expect(refunded.string("created_at") == old1.string("created_at"))
+        #expect((events.first?["change"] as? JSONDict)?.string("from") == "paid")
+        try await daemon.stop()
+
+        // The upgraded store opens again as it is.
+        let again = try await TestDaemon.start(storeDirectory: directory)
+        #expect(try await again.apiObject("/api/v1/events").objects("events").count == 2)
+        try await again.stop()
+    }
+}
