@@ -191,6 +191,7 @@ public final class Daemon: Sendable {
             try await group.run()
         } catch {
             _ = try? await store.close()
+            storeLock?.release()
             throw error
         }
         if let checkpointFailure = try await store.close() {
@@ -198,6 +199,7 @@ public final class Daemon: Sendable {
             logger.warning("store closed without its final checkpoint; what was committed stays in the WAL, read at the next start",
                            metadata: ["store": "\(store.location)", "error": "\(checkpointFailure)"])
         }
+        storeLock?.release()
         logger.info("stopped", metadata: ["store": "\(store.location)"])
     }
 

@@ -216,14 +216,16 @@ struct ProviderHTTPTests {
         try await daemon.stop()
     }
 
-    private func alipayHeaders(_ body: [UInt8], key: RSAPrivateKey) -> [(String, String)] {
-        [
-            ("Content-Type", "application/json"), ("client-id", TestDaemon.alipayClientID),
-            ("request-time", "2026-11-21T05:00:00Z"),
-            ("signature", Alipay.signatureHeader(path: "/ipn/alipay", clientID: TestDaemon.alipayClientID,
-                                                 requestTime: "2026-11-21T05:00:00Z", body: body, key: key)),
-        ]
-    }
+}
+
+/// The headers Alipay signs a notification to `/ipn/alipay` with.
+func alipayHeaders(_ body: [UInt8], key: RSAPrivateKey) -> [(String, String)] {
+    [
+        ("Content-Type", "application/json"), ("client-id", TestDaemon.alipayClientID),
+        ("request-time", "2026-11-21T05:00:00Z"),
+        ("signature", Alipay.signatureHeader(path: "/ipn/alipay", clientID: TestDaemon.alipayClientID,
+                                             requestTime: "2026-11-21T05:00:00Z", body: body, key: key)),
+    ]
 }
 
 /// Runs tools/ipn_client.py, the independent client.
