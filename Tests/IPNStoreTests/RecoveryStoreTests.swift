@@ -37,6 +37,7 @@ struct RecoveryStoreTests {
         #expect(try await test.store.plan(.verified(request(), notification("late", .transition(.pending)))).verdict == .stale)
         #expect(try await test.store.plan(.rejected(request(), Rejection(.badSignature, "no"))).verdict == .rejected)
         #expect(try await test.count("SELECT COUNT(*) FROM notifications") == 2)
+        try await test.close()
     }
 
     @Test("rejected requests: selected by id, provider, account, reason and time, ascending, a page at a time, with their bytes",
@@ -82,6 +83,7 @@ struct RecoveryStoreTests {
         #expect(first.body == Array("body-0".utf8))
         #expect(first.reason == "bad_signature" && first.reasonDetail == "detail 0")
         #expect(first.reverifiedAs.isEmpty)
+        try await test.close()
     }
 
     @Test("a notification recorded with reverified_from is listed with the rejected one it came from", arguments: Backend.allCases)
@@ -101,6 +103,7 @@ struct RecoveryStoreTests {
         #expect(requests[1].reverifiedAs.isEmpty)
         let listed = try await test.store.notifications(NotificationFilter(verdict: .applied), includeRaw: false)
         #expect(listed.first?.reverifiedFrom == rejected.notificationID)
+        try await test.close()
     }
 }
 
@@ -133,6 +136,7 @@ struct RetentionStoreTests {
         #expect(try await test.count("SELECT COUNT(*) FROM notifications WHERE verdict <> 'rejected'") == authentic)
         #expect(try await test.count("SELECT COUNT(*) FROM orders") == orders)
         #expect(try await test.count("SELECT COUNT(*) FROM transitions") == transitions)
+        try await test.close()
     }
 
     @Test("events no target owes are removed with their deliveries; owed ones stay; the feed then answers 'gone' below the highest removed seq",
@@ -187,6 +191,7 @@ struct RetentionStoreTests {
         // The next event goes on from seq 9.
         _ = try await test.record(notification("p9", .transition(.paid), order: "P9"))
         #expect(try await test.store.events(EventFilter(after: 8)).events.map(\.seq) == [9])
+        try await test.close()
     }
 }
 
