@@ -29,9 +29,9 @@ public struct Reverification: Sendable {
     private let config: IPNDConfig
     private let store: any Store
     private let now: @Sendable () -> Date
-    /// In a dry run, the dedup keys planned so far and the rejected request each came from: a
-    /// later request with the same key would be recorded `duplicate`.
-    private var planned: [PlannedKey: Int64] = [:]
+    /// In a dry run, the dedup keys planned so far, each with the rejected request it came from
+    /// and what it would do: a later request with the same key would be recorded `duplicate`.
+    private var planned: [PlannedKey: (id: Int64, outcome: RecordOutcome)] = [:]
 
     private struct PlannedKey: Hashable {
         let provider: String
@@ -76,11 +76,12 @@ public struct Reverification: Sendable {
             let key = PlannedKey(provider: received.provider, account: received.account, dedupKey: notification.dedupKey)
             if let earlier = planned[key] {
                 return .verified(RecordOutcome(
-                    notificationID: 0, verdict: .duplicate, orderRef: notification.orderRef,
-                    explanation: "same dedup key as rejected notification \(earlier), reverified before it"), recorded: false)
+                    notificationID: 0, verdict: .duplicate, orderState: earlier.outcome.orderState,
+                    orderRef: earlier.outcome.orderRef ?? notification.orderRef,
+                    explanation: "same dedup key as rejected notification \(earlier.id), reverified before it"), recorded: false)
             }
             let outcome = try await store.plan(entry)
-            planned[key] = request.id
+            planned[key] = (request.id, outcome)
             return .verified(outcome, recorded: false)
         }
     }
