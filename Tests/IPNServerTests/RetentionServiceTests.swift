@@ -43,7 +43,7 @@ struct RetentionServiceTests {
         settings.eventsDays = 90
         let service = RetentionService(
             store: store, retention: settings, logger: logger,
-            schedule: RetentionService.Schedule(interval: .milliseconds(50), batchSize: 2, pause: .milliseconds(1)),
+            schedule: RetentionService.Schedule(interval: .milliseconds(50), rejectedBatchSize: 2, eventBatchSize: 2, pause: .milliseconds(1)),
             now: { clock.withLock { $0 } })
 
         // 5 rejected 40 days old, 3 rejected 10 days old; authentic notifications as old.

@@ -10,22 +10,29 @@ import ServiceLifecycle
 /// still owes, with their deliveries. Authentic notifications, orders and transitions are never
 /// removed.
 ///
-/// Each batch is one short transaction through the store's writer (`batchSize` rows), with a
-/// pause after it, so notifications keep being committed between batches however much there is
-/// to remove. Each pass that removed something logs what.
+/// Each batch is one short transaction through the store's writer, with a pause after it, so
+/// notifications keep being committed between batches however much there is to remove. A
+/// rejected row carries its body (up to 64 KB), which SQLite overwrites as it frees it
+/// (`secure_delete`, on in Debian's build: the bodies may hold card data), so its batches are
+/// smaller: 100 such rows write about 6 MB to the WAL, tens of milliseconds. Each pass that
+/// removed something logs what.
 final class RetentionService: Service, Sendable {
     /// How a pass runs: the production values, or a test's.
     struct Schedule: Sendable {
         /// Between the end of one pass and the start of the next (the first starts at once).
         var interval: Duration = .seconds(300)
-        /// Rows examined per transaction.
-        var batchSize = 500
+        /// Rejected notifications removed per transaction.
+        var rejectedBatchSize = 100
+        /// Events examined per transaction.
+        var eventBatchSize = 500
         /// After each batch: the writer's time for notifications.
         var pause: Duration = .milliseconds(100)
 
-        init(interval: Duration = .seconds(300), batchSize: Int = 500, pause: Duration = .milliseconds(100)) {
+        init(interval: Duration = .seconds(300), rejectedBatchSize: Int = 100, eventBatchSize: Int = 500,
+             pause: Duration = .milliseconds(100)) {
             self.interval = interval
-            self.batchSize = batchSize
+            self.rejectedBatchSize = rejectedBatchSize
+            self.eventBatchSize = eventBatchSize
             self.pause = pause
         }
     }
@@ -95,22 +102,22 @@ final class RetentionService: Service, Sendable {
         var report = PassReport()
         while true {
             try checkStillRunning()
-            let removed = try await store.pruneRejected(receivedBefore: rejectedCutoff, limit: schedule.batchSize)
+            let removed = try await store.pruneRejected(receivedBefore: rejectedCutoff, limit: schedule.rejectedBatchSize)
             report.rejected += removed
             report.batches += 1
-            guard removed == schedule.batchSize else { break }
+            guard removed == schedule.rejectedBatchSize else { break }
             try await pauseBetweenBatches()
         }
         var afterSeq: Int64 = 0
         while true {
             try checkStillRunning()
-            let batch = try await store.pruneEvents(occurredBefore: eventsCutoff, afterSeq: afterSeq, limit: schedule.batchSize)
+            let batch = try await store.pruneEvents(occurredBefore: eventsCutoff, afterSeq: afterSeq, limit: schedule.eventBatchSize)
             report.batches += 1
             report.events += batch.events
             report.deliveries += batch.deliveries
             report.eventsOwed += batch.examined - batch.events
             report.prunedThrough = batch.prunedThrough
-            guard batch.examined == schedule.batchSize, let last = batch.lastExamined else { break }
+            guard batch.examined == schedule.eventBatchSize, let last = batch.lastExamined else { break }
             afterSeq = last
             try await pauseBetweenBatches()
         }
