@@ -119,7 +119,7 @@ struct ReverifyTests {
         #expect(Set(events.compactMap { ($0["change"] as? JSONDict)?.int("notification_id") }) == newIDs)
         // Each new notification names the rejected one it came from.
         for result in recorded {
-            let from = try daemon.count("SELECT reverified_from FROM notifications WHERE id = ?", [result.int("notification_id")])
+            let from = try daemon.count("SELECT reverified_from FROM notifications WHERE id = ?", [String(result.int("notification_id") ?? 0)])
             #expect(from == result.int("id"))
         }
 

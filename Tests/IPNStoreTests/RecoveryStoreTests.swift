@@ -1,6 +1,7 @@
 import Foundation
 import IPNCore
 import IPNStore
+import IPNTestSupport
 import Testing
 
 /// A request as a provider route stores it, with the parts a test varies.
