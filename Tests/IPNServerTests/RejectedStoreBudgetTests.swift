@@ -43,6 +43,17 @@ struct RejectedStoreBudgetTests {
         #expect(budget.close(at: t0 + 5 * minute).isEmpty)
     }
 
+    @Test("a flush (shutdown) reports the window so far and starts its counts again")
+    func flush() {
+        let budget = RejectedStoreBudget(perWindow: 1)
+        #expect(budget.flush().isEmpty)
+        _ = budget.admit(address("192.0.2.1"), at: t0)
+        _ = budget.admit(address("192.0.2.1"), at: t0 + 1)
+        #expect(budget.flush() == [RejectedStoreBudget.Report(client: .ipv4(0xC000_0201), stored: 1, notStored: 1, windowStart: t0)])
+        #expect(budget.admit(address("192.0.2.1"), at: t0 + 2).store)
+        #expect(budget.close(at: t0 + minute).isEmpty)
+    }
+
     @Test("0 stores none")
     func zero() {
         let budget = RejectedStoreBudget(perWindow: 0)

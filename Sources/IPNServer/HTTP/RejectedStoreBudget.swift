@@ -131,6 +131,17 @@ final class RejectedStoreBudget: Sendable {
         state.withLock { state in Self.roll(&state, to: windowStart(now)) }
     }
 
+    /// Ends the current window now, whether or not its time is over (shutdown): the reports of
+    /// its clients that went past the budget so far. Their counts start again.
+    func flush() -> [Report] {
+        state.withLock { state in
+            guard let current = state.windowStart else { return [] }
+            let reports = Self.reports(state.clients, windowStart: current)
+            state.clients = [:]
+            return reports
+        }
+    }
+
     /// Rejected requests stored per client and window.
     var perWindow: Int { state.withLock { $0.perWindow } }
 
@@ -151,12 +162,17 @@ final class RejectedStoreBudget: Sendable {
             return []
         }
         guard start != current else { return [] }
-        let reports = state.clients.compactMap { client, tally in
-            tally.notStored > 0 ? Report(client: client, stored: tally.stored, notStored: tally.notStored, windowStart: current) : nil
-        }.sorted { $0.notStored > $1.notStored }
+        let reports = reports(state.clients, windowStart: current)
         state.clients = [:]
         state.windowStart = start
         return reports
+    }
+
+    /// The clients that went past the budget, most requests not stored first.
+    private static func reports(_ clients: [Client: Tally], windowStart: Int64) -> [Report] {
+        clients.compactMap { client, tally in
+            tally.notStored > 0 ? Report(client: client, stored: tally.stored, notStored: tally.notStored, windowStart: windowStart) : nil
+        }.sorted { $0.notStored > $1.notStored }
     }
 
     /// One warning per client that went past its budget in a window that ended.
@@ -177,7 +193,8 @@ final class RejectedStoreBudget: Sendable {
 }
 
 /// Logs the budget's reports when a window ends with no rejected request arriving to end it: a
-/// flood that stopped is still reported within a second of its window's end.
+/// flood that stopped is still reported within a second of its window's end, and at shutdown,
+/// what the current window counted so far.
 struct RejectedStoreBudgetReporter: Service {
     let budget: RejectedStoreBudget
     let logger: Logger
@@ -191,5 +208,6 @@ struct RejectedStoreBudgetReporter: Service {
             let wait = min(1000, max(10, budget.windowEnd(millis) - millis + 5))
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .milliseconds(wait)) }
         }
+        RejectedStoreBudget.log(budget.flush(), budget: budget.perWindow, logger: logger)
     }
 }
