@@ -200,4 +200,8 @@ public final class SQLiteReadOnlyStore: StoreReading {
     public func deliveryTargets() async throws(StoreError) -> [DeliveryTargetStatus] {
         try read { db in try DeliveryQueries.targets(db) }
     }
+
+    public func rejectedRequests(_ selection: RejectedSelection) async throws(StoreError) -> [RejectedRequest] {
+        try read { db in try RejectedQueries.requests(db, selection) }
+    }
 }

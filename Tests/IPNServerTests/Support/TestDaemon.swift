@@ -91,7 +91,8 @@ final class TestDaemon: Sendable {
         opsTokens: [String] = [opsToken],
         extraYAML: String = "",
         deliveryRetryScale: Double = 1,
-        postgresDatabase: (server: PostgresTestServer, database: String)? = nil
+        postgresDatabase: (server: PostgresTestServer, database: String)? = nil,
+        housekeeping: Daemon.Housekeeping = Daemon.Housekeeping()
     ) async throws -> TestDaemon {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ipnd-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -134,7 +135,8 @@ final class TestDaemon: Sendable {
         let config = try ConfigLoader.load(path: configPath, environment: [:])
         let logs = LogOutput.capture()
         let logger = Logger(label: "ipnd-test") { label in LogfmtLogHandler(label: label, level: .info, output: logs) }
-        let daemon = try await Daemon.open(config: config, logger: logger, deliveryRetryScale: deliveryRetryScale)
+        let daemon = try await Daemon.open(
+            config: config, logger: logger, deliveryRetryScale: deliveryRetryScale, housekeeping: housekeeping)
         let task = Task { try await daemon.run(gracefulShutdownSignals: []) }
         guard let ports = await daemon.listeningPorts() else {
             _ = try await task.value  // the daemon's own error: why it did not listen
