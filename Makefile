@@ -91,8 +91,10 @@ clean:
 	rm -rf .build .build-fuzz .build-tsan .build-asan var
 
 # The load benchmark (issue 6): release build, 500k signed notifications, wrk, figures printed.
+# STORE=postgres: the same on a private PostgreSQL server, one node then two (scripts/bench-postgres.sh).
+STORE ?= sqlite
 bench: deps
-	scripts/bench.sh
+	@if [ "$(STORE)" = postgres ]; then scripts/bench-postgres.sh; else scripts/bench.sh; fi
 
 # Instructions per notification and per /healthz request under valgrind's callgrind, and where
 # they go: the repeatable figure for comparing two builds (docs/benchmarks.md, "Fourth round").
