@@ -17,6 +17,16 @@ status=${PIPESTATUS[0]}
 if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
     echo
     echo "== swift test did not finish within ${limit} s (IPND_TEST_TIME_LIMIT): a test hangs =="
+    # Swift Testing prints `◇ Test NAME started.` and, when it ends, `✔ Test NAME passed` or
+    # `✘ Test NAME failed`: the tests that started and never ended are the ones that hung.
+    echo "== tests that started and did not end: =="
+    awk '
+        /^◇ Test .* started\.$/ { name = $0; sub(/^◇ Test /, "", name); sub(/ started\.$/, "", name); open[name] = 1; next }
+        /^(✔|✘) Test / {
+            for (n in open) if (index($0, "Test " n " passed") || index($0, "Test " n " failed")) delete open[n]
+        }
+        END { for (n in open) print "  " n }
+    ' "$log" | grep -v '^  case passing' | head -n 40
 fi
 
 if [ "$status" -ne 0 ]; then
