@@ -2,7 +2,7 @@ import IPNCore
 
 /// One `deliveries:` entry (product.md section 8): where matching events are POSTed, signed
 /// with Standard Webhooks headers.
-public struct DeliveryTarget: Sendable {
+public struct DeliveryTarget: Sendable, Equatable {
     /// The event types a target may ask for.
     public static let eventTypes = ["order.state_changed", "order.flagged"]
 

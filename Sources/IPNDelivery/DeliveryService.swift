@@ -37,8 +37,10 @@ public final class DeliveryService: Service, Sendable {
     static let pollInterval: Duration = .seconds(1)
 
     private struct State {
+        var targets: [DeliveryTarget] = []
         var workers: [String: TargetWorker] = [:]
         var sender: WebhookSender?
+        var started = false
         var stopping = false
     }
 
@@ -59,6 +61,7 @@ public final class DeliveryService: Service, Sendable {
         leaseLength = 1000 * (ProcessInfo.processInfo.environment["IPND_DELIVERY_LEASE_SECONDS"].flatMap(Int64.init).map { min(300, max(3, $0)) } ?? 45)
         let sender = try WebhookSender(targets: targets, userAgent: userAgent)
         state.withLock { state in
+            state.targets = targets
             state.sender = sender
             for target in targets {
                 state.workers[target.name] = TargetWorker(target: target, sender: sender, service: self)
@@ -80,7 +83,10 @@ public final class DeliveryService: Service, Sendable {
     }
 
     public func run() async throws {
-        let workers = state.withLock { Array($0.workers.values) }
+        let workers = state.withLock { state -> [TargetWorker] in
+            state.started = true
+            return Array(state.workers.values)
+        }
         for worker in workers { worker.start() }
         let leases = Task { await renewLeases() }
         let wakeups = Task { await forwardStoreSignals() }
@@ -99,6 +105,41 @@ public final class DeliveryService: Service, Sendable {
         leases.cancel()
         wakeups.cancel()
         await state.withLock { $0.sender }?.shutdown()
+    }
+
+    /// Replaces the targets (a reload). Unchanged targets change nothing. Otherwise every
+    /// target's loop stops claiming and its attempts in flight finish (each within its
+    /// target's timeout), then the loops start again with the new settings and secrets: a
+    /// delivery is never attempted by an old and a new loop at once, so order per order holds.
+    public func update(targets: [DeliveryTarget]) async throws {
+        guard state.withLock({ $0.targets != targets }) else { return }
+        let sender = try WebhookSender(targets: targets, userAgent: userAgent)
+        let (old, oldSender) = state.withLock { state -> ([TargetWorker], WebhookSender?) in
+            defer {
+                state.workers = [:]
+                state.sender = nil
+            }
+            return (Array(state.workers.values), state.sender)
+        }
+        await withTaskGroup(of: Void.self) { group in
+            for worker in old {
+                group.addTask { await worker.stop(grace: .seconds(worker.target.timeoutSeconds + 1)) }
+            }
+        }
+        await oldSender?.shutdown()
+        let fresh = state.withLock { state -> [TargetWorker]? in
+            state.targets = targets
+            // Shutting down meanwhile: `run` has stopped the workers it saw and no new ones start.
+            guard !state.stopping else { return nil }
+            state.sender = sender
+            for target in targets { state.workers[target.name] = TargetWorker(target: target, sender: sender, service: self) }
+            return state.started ? Array(state.workers.values) : []
+        }
+        guard let fresh else {
+            await sender.shutdown()
+            return
+        }
+        for worker in fresh { worker.start() }
     }
 
     /// Wakes the workers when this process commits events (new deliveries are due at once).

@@ -13,7 +13,10 @@ import UnixSignals
 /// `ipnd serve`: the store, the provider-facing listener and the ops listener, run until a
 /// graceful shutdown, after which in-flight writes are committed and the store is closed.
 public final class Daemon: Sendable {
-    public let config: IPNDConfig
+    /// The config in force: the one the daemon started with, as reloads (SIGHUP, `reload()`)
+    /// have changed it since.
+    public var config: IPNDConfig { live.current }
+    let live: LiveConfig
     public let store: any Store
     /// For a SQLite store: held from before the store is opened until the process ends.
     private let storeLock: StoreLock?
@@ -25,7 +28,7 @@ public final class Daemon: Sendable {
     let metricsRegistry: MetricsRegistry
     let tally = NotificationTally()
     let notifier: SystemdNotifier
-    private let state = Locked(RunState())
+    let state = Locked(RunState())
 
     /// The ports the listeners are bound to (differs from the config when it says 0).
     public struct ListeningPorts: Sendable, Equatable {
@@ -33,7 +36,7 @@ public final class Daemon: Sendable {
         public var ops: Int
     }
 
-    private struct RunState {
+    struct RunState {
         var providerPort: Int?
         var opsPort: Int?
         /// Callers of `listeningPorts()` waiting for both listeners, by a number of their own.
@@ -43,7 +46,23 @@ public final class Daemon: Sendable {
         var ended = false
         var group: ServiceGroup?
         var shutdownRequested = false
+        /// What a reload changes besides the config itself; set while `run` runs.
+        var reloadables: Reloadables?
     }
+
+    /// The parts of a running daemon that hold settings of their own, which a reload updates.
+    struct Reloadables {
+        var deliveries: DeliveryService
+        var deliveryMetrics: DeliveryMetrics
+        var budget: RejectedStoreBudget
+        var retention: RetentionService
+    }
+
+    /// The environment the config's `IPND_` overrides came from; a reload reads them again.
+    let configEnvironment: [String: String]
+
+    /// Reloads run one at a time (a SIGHUP during a reload waits for it).
+    let reloading = AsyncMutex()
 
     /// Scales the delivery retry schedule's waits (tests; `IPND_DELIVERY_RETRY_SCALE`).
     private let deliveryRetryScale: Double
@@ -69,12 +88,15 @@ public final class Daemon: Sendable {
     }
 
     /// Opens (creating and migrating) the config's store; the listeners start with `run`.
+    /// - Parameter configEnvironment: the environment `config` was loaded with (its `IPND_`
+    ///   overrides), which a reload loads the file with again.
     public static func open(
         config: IPNDConfig,
         logger: Logger,
         notifier: SystemdNotifier = SystemdNotifier(),
         deliveryRetryScale: Double = DeliveryService.environmentRetryScale(),
-        housekeeping: Housekeeping = Housekeeping()
+        housekeeping: Housekeeping = Housekeeping(),
+        configEnvironment: [String: String] = ProcessInfo.processInfo.environment
     ) async throws(StoreError) -> Daemon {
         let metricsRegistry = MetricsRegistry()
         let metrics = metricsRegistry.server
@@ -97,14 +119,16 @@ public final class Daemon: Sendable {
             })
         return Daemon(
             config: config, store: store, storeLock: storeLock, logger: logger, notifier: notifier, metricsRegistry: metricsRegistry,
-            deliveryRetryScale: deliveryRetryScale, housekeeping: housekeeping)
+            deliveryRetryScale: deliveryRetryScale, housekeeping: housekeeping, configEnvironment: configEnvironment)
     }
 
     private init(
         config: IPNDConfig, store: any Store, storeLock: StoreLock?, logger: Logger, notifier: SystemdNotifier,
-        metricsRegistry: MetricsRegistry, deliveryRetryScale: Double, housekeeping: Housekeeping
+        metricsRegistry: MetricsRegistry, deliveryRetryScale: Double, housekeeping: Housekeeping,
+        configEnvironment: [String: String]
     ) {
-        self.config = config
+        self.configEnvironment = configEnvironment
+        live = LiveConfig(config)
         self.store = store
         self.storeLock = storeLock
         self.deliveryRetryScale = deliveryRetryScale
@@ -119,13 +143,11 @@ public final class Daemon: Sendable {
     /// requests, commits what they started and closes the store.
     public func run(gracefulShutdownSignals signals: [UnixSignal] = [.sigterm, .sigint]) async throws {
         do {
+            try await store.registerDeliveryTargets(config.deliveries.map(\.name))
             if let sqlite = sqliteStore {
-                try await sqlite.registerDeliveryTargets(config.deliveries.map(\.name))
                 // One daemon per file (the store lock): leases a previous process left are its own.
+                // (On PostgreSQL another node's leases run out by themselves: DeliveryService.leaseLength.)
                 try await sqlite.releaseAbandonedLeases()
-            } else if let postgres = store as? PostgresStore {
-                // Another node's leases run out by themselves (DeliveryService.leaseLength).
-                try await postgres.registerDeliveryTargets(config.deliveries.map(\.name))
             }
         } catch {
             _ = try? await store.close()
@@ -139,7 +161,7 @@ public final class Daemon: Sendable {
         let health = HealthEndpoints(store: store, logger: logger)
         let budget = RejectedStoreBudget(perWindow: config.server.rejectedStorePerMinute, window: housekeeping.budgetWindow)
         let endpoint = ProviderEndpoint(
-            config: config, store: store, logger: logger, metrics: metrics, tally: tally, budget: budget, now: housekeeping.now)
+            live: live, store: store, logger: logger, metrics: metrics, tally: tally, budget: budget, now: housekeeping.now)
         let retention = RetentionService(
             store: store, retention: config.store.retention, logger: logger,
             schedule: RetentionService.Schedule(interval: housekeeping.retentionInterval), now: housekeeping.now)
@@ -161,7 +183,7 @@ public final class Daemon: Sendable {
             ])
         }
         let opsRouter = Routes.opsRouter(
-            api: OpsAPI(config: config, store: store, logger: logger), health: health,
+            api: OpsAPI(config: live, store: store, logger: logger), health: health,
             metrics: MetricsEndpoint(registry: metricsRegistry, store: store),
             tokenDigests: config.ops.tokenDigests, logger: logger)
         let opsApp = Application(
@@ -175,6 +197,9 @@ public final class Daemon: Sendable {
             onServerRunning: { [self] channel in listening(ops: channel.localAddress?.port) },
             logger: logger
         )
+        state.withLock {
+            $0.reloadables = Reloadables(deliveries: deliveries, deliveryMetrics: deliveryMetrics, budget: budget, retention: retention)
+        }
         let systemd = SystemdService(
             notifier: notifier, watchdogInterval: SystemdNotifier.watchdogInterval(), store: store, tally: tally, logger: logger,
             ready: { [self] in await listeningPorts() != nil })
@@ -195,6 +220,7 @@ public final class Daemon: Sendable {
                     application: providerApp, section: "server", host: config.server.host, port: config.server.port,
                     isBound: { [self] in state.withLock { $0.providerPort != nil } })),
                 .init(service: systemd),
+                .init(service: Reloader { [self] in _ = await reload() }),
             ],
             logger: logger
         )
@@ -213,6 +239,7 @@ public final class Daemon: Sendable {
             // (the systemd service waits for both before its first ping).
             let waiters = state.withLock { state in
                 state.group = nil
+                state.reloadables = nil
                 state.ended = true
                 defer { state.waiters = [:] }
                 return state.waiters

@@ -45,6 +45,8 @@ public protocol Store: StoreReading {
     /// The delivery targets events are written with from now on (the config's, at start and
     /// on reload).
     func setDeliveryRoutes(_ routes: [DeliveryRoute])
+    /// Makes sure every configured target has its row (its pause state, the console's list).
+    func registerDeliveryTargets(_ names: [String]) async throws(StoreError)
     /// Told when this process commits events (another node's commits are found by polling).
     var eventSignal: EventSignal { get }
 

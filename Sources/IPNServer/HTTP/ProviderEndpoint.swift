@@ -11,7 +11,10 @@ import NIOCore
 /// client, verify, record (committed), and only then answer with the provider's exact bytes.
 /// A rejected request is stored only within its client's budget (`RejectedStoreBudget`).
 struct ProviderEndpoint: Sendable {
-    let config: IPNDConfig
+    /// The config in force; a reload replaces it. Each request takes it once, at its start.
+    let live: LiveConfig
+    /// The config this request is served under (`live`'s value when it started).
+    private(set) var config: IPNDConfig
     let store: any Store
     let logger: Logger
     let metrics: ServerMetrics
@@ -20,7 +23,26 @@ struct ProviderEndpoint: Sendable {
     /// The budget's clock (the time of day; tests inject theirs).
     var now: @Sendable () -> Date = { Date() }
 
+    init(live: LiveConfig, store: any Store, logger: Logger, metrics: ServerMetrics, tally: NotificationTally,
+         budget: RejectedStoreBudget, now: @escaping @Sendable () -> Date = { Date() }) {
+        self.live = live
+        config = live.current
+        self.store = store
+        self.logger = logger
+        self.metrics = metrics
+        self.tally = tally
+        self.budget = budget
+        self.now = now
+    }
+
     func handle(_ request: Request, context: IPNRequestContext, providerName: String, accountName: String) async -> Response {
+        // A reload during the request does not change the account or secrets it is checked with.
+        var endpoint = self
+        endpoint.config = live.current
+        return await endpoint.serve(request, context: context, providerName: providerName, accountName: accountName)
+    }
+
+    private func serve(_ request: Request, context: IPNRequestContext, providerName: String, accountName: String) async -> Response {
         let started = ContinuousClock.now
         guard let providerType = ProviderRegistry.provider(named: providerName) else {
             return Response.plain(404, "unknown provider\n").closingIfBodyUnread(request, context: context)
@@ -233,7 +255,7 @@ struct ProviderEndpoint: Sendable {
         let parts = path.split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count == 3 || parts.count == 4, parts[0].isEmpty, parts[1] == "ipn" else { return false }
         let account = parts.count == 4 ? String(parts[3]) : "default"
-        return config.account(provider: String(parts[2]), name: account) != nil
+        return live.current.account(provider: String(parts[2]), name: account) != nil
     }
 
     /// 413, and the connection ends with it: the body is not read past the limit (product.md

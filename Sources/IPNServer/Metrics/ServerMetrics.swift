@@ -28,6 +28,7 @@ public struct ServerMetrics: Sendable {
     let checkpointDuration: Timer
     let checkpointFailures: Counter
     private let timeouts: Counter
+    private let reloadFailures: Counter
     private let factory: any MetricsFactory
     /// `ipnd_rejected_unstored_total` by provider and reason, made when first counted (most
     /// pairs never are).
@@ -64,6 +65,7 @@ public struct ServerMetrics: Sendable {
         checkpointDuration = Timer(label: "ipnd_store_checkpoint_duration_seconds", preferredDisplayUnit: .seconds, factory: factory)
         checkpointFailures = Counter(label: "ipnd_store_checkpoint_failures_total", factory: factory)
         timeouts = Counter(label: "ipnd_request_timeouts_total", factory: factory)
+        reloadFailures = Counter(label: "ipnd_config_reload_failures_total", factory: factory)
         self.factory = factory
     }
 
@@ -73,6 +75,8 @@ public struct ServerMetrics: Sendable {
     }
 
     func requestTimedOut() { timeouts.increment() }
+
+    func configReloadFailed() { reloadFailures.increment() }
 
     func notification(provider: String, verdict: Verdict, latency duration: Duration) {
         guard let instruments = providers[provider] else { return }

@@ -14,7 +14,8 @@ import NIOCore
 /// `POST /api/v1/notifications/reverify`.
 /// Lists are `{"items": [...], "next_cursor": ...}`, newest first, paged by id.
 struct OpsAPI: Sendable {
-    let config: IPNDConfig
+    /// The config in force (accounts an expectation may name); a reload replaces it.
+    let config: LiveConfig
     let store: any Store
     let logger: Logger
 
@@ -133,7 +134,7 @@ struct OpsAPI: Sendable {
         } catch {
             return .json(404, RecordJSON.error(error.message))
         }
-        guard config.account(provider: provider, name: expectation.account) != nil else {
+        guard config.current.account(provider: provider, name: expectation.account) != nil else {
             return .json(404, RecordJSON.error("no account \"\(expectation.account.prefix(128))\" for provider \"\(provider.prefix(32))\" in the config"))
         }
         do throws(QueryParameterError) {

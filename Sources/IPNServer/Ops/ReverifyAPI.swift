@@ -15,7 +15,9 @@ import NIOCore
 /// `{"apply": false, "results": [...], "counts": {"applied": 20, ...}, "next_after": N}`, with
 /// `next_after` (the `after` of the next page) null after the last page.
 struct ReverifyAPI: Sendable {
-    let config: IPNDConfig
+    /// The config in force: requests are verified again with today's accounts, secrets and
+    /// `allow_ips`, as a reload left them.
+    let config: LiveConfig
     let store: any Store
     let logger: Logger
 
@@ -39,7 +41,7 @@ struct ReverifyAPI: Sendable {
         } catch {
             return .json(400, RecordJSON.error(error.message))
         }
-        var run = Reverification(config: config, store: store, apply: asked.apply)
+        var run = Reverification(config: config.current, store: store, apply: asked.apply)
         do {
             let (results, next) = try await run.next(asked.selection)
             for result in results where result.recorded { logRecorded(result) }
