@@ -1,5 +1,6 @@
 import Hummingbird
 import IPNConfig
+import IPNConsole
 import IPNCore
 import IPNDelivery
 import IPNStore
@@ -23,6 +24,9 @@ public final class Daemon: Sendable {
     let metricsRegistry: MetricsRegistry
     let tally = NotificationTally()
     let notifier: SystemdNotifier
+    /// The accepted ops tokens, shared by the ops API and the console's sign-in (a reload
+    /// replaces them here).
+    public let opsCredentials: OpsCredentials
     private let state = Locked(RunState())
 
     /// The ports the listeners are bound to (differs from the config when it says 0).
@@ -57,6 +61,7 @@ public final class Daemon: Sendable {
         self.deliveryRetryScale = deliveryRetryScale
         self.logger = logger
         self.notifier = notifier
+        opsCredentials = OpsCredentials(digests: config.ops.tokenDigests)
         metricsRegistry = MetricsRegistry()
         let metrics = metricsRegistry.server
         self.metrics = metrics
@@ -115,10 +120,12 @@ public final class Daemon: Sendable {
                 "ops_listener": "\(config.ops.host):\(config.ops.port)",
             ])
         }
+        let console = try OpsConsole(
+            store: store, config: config, credentials: opsCredentials, logger: logger, visibleText: VisibleText.escaping)
         let opsRouter = Routes.opsRouter(
             api: OpsAPI(config: config, store: store, logger: logger), health: health,
-            metrics: MetricsEndpoint(registry: metricsRegistry, store: store),
-            tokenDigests: config.ops.tokenDigests, logger: logger)
+            metrics: MetricsEndpoint(registry: metricsRegistry, store: store), console: console,
+            credentials: opsCredentials, logger: logger)
         let opsApp = Application(
             router: opsRouter,
             server: .http1(

@@ -85,6 +85,7 @@ final class TestDaemon: Sendable {
         storeDirectory: URL? = nil,
         opsTokens: [String] = [opsToken],
         extraYAML: String = "",
+        opsYAML: String = "",
         deliveryRetryScale: Double = 1
     ) async throws -> TestDaemon {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ipnd-test-\(UUID().uuidString)")
@@ -102,6 +103,7 @@ final class TestDaemon: Sendable {
               host: 127.0.0.1
               port: 0
               tokens_sha256: [\(opsTokens.map { Hex.encode(Crypto.digest(.sha256, Array($0.utf8))) }.joined(separator: ", "))]
+              \(opsYAML)
             \(providersYAML)
             \(extraYAML)
             """
