@@ -41,7 +41,9 @@ check-config: build
 # one (Debian's postgresql, a fresh cluster in /tmp/ipndpg.XXXXXX on a unix socket and on
 # 127.0.0.1 with TLS), hands its IPND_TEST_PG_* variables to the tests, and stops and removes
 # it afterwards, whether they passed or not.
-TEST_PACKAGES := systemd postgresql
+# chromium and chromium-driver: the console's browser test (tools/console_browser_test.py,
+# Selenium) drives Debian's headless Chromium; its screenshots need a font.
+TEST_PACKAGES := systemd postgresql chromium chromium-driver fonts-dejavu-core
 
 test: deps
 	@scripts/install-system-packages.sh $(TEST_PACKAGES)
