@@ -34,6 +34,7 @@ let package = Package(
         // Push delivery; the tests' clients and receivers.
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         // The ops console's templates.
         .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.1.1"),
     ],
@@ -82,6 +83,18 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The PostgreSQL backend (postgres-nio): several nodes on one database.
+        .target(
+            name: "IPNStorePostgres",
+            dependencies: [
+                "IPNCore", "IPNStore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // Push delivery of order events to the merchant's application (AsyncHTTPClient).
         .target(
             name: "IPNDelivery",
@@ -113,8 +126,10 @@ let package = Package(
         .target(
             name: "IPNServer",
             dependencies: [
-                "IPNCore", "IPNStore", "IPNStoreSQLite", "IPNConfig", "IPNDelivery", "IPNConsole",
+                "IPNCore", "IPNStore", "IPNStoreSQLite", "IPNStorePostgres", "IPNConfig", "IPNDelivery", "IPNConsole",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "Logging", package: "swift-log"),
@@ -168,11 +183,19 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // What the tests share: the throwaway PostgreSQL server make test starts.
+        .target(
+            name: "IPNTestSupport",
+            path: "Tests/IPNTestSupport",
+            swiftSettings: swiftSettings
+        ),
         // The store's behaviour, one suite run against every backend.
         .testTarget(
             name: "IPNStoreTests",
             dependencies: [
-                "IPNStore", "IPNStoreSQLite", "IPNCore", .product(name: "GRDB", package: "GRDB.swift"),
+                "IPNStore", "IPNStoreSQLite", "IPNStorePostgres", "IPNCore", "IPNTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -184,7 +207,7 @@ let package = Package(
         .testTarget(
             name: "IPNServerTests",
             dependencies: [
-                "IPNServer", "IPNStore", "IPNStoreSQLite", "IPNConfig", "IPNCore", "IPNCommands", "IPNConsole",
+                "IPNServer", "IPNStore", "IPNStoreSQLite", "IPNConfig", "IPNCore", "IPNCommands", "IPNTestSupport", "IPNConsole",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Mustache", package: "swift-mustache"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

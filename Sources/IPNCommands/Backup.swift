@@ -1,5 +1,6 @@
 import ArgumentParser
 import IPNStore
+import IPNServer
 import IPNStoreSQLite
 
 /// `ipnd backup PATH`: a consistent online copy of the store while the daemon runs.
@@ -15,6 +16,11 @@ struct Backup: AsyncParsableCommand {
 
     func run() async throws {
         let config = try options.load(secrets: .skip)
+        if case .postgres(let settings) = config.store.backend {
+            Console.error("ipnd backup copies a SQLite store; this config's store is PostgreSQL (\(StoreFactory.location(settings))): "
+                          + "back it up with pg_dump, e.g. pg_dump --format=custom --file=ipnd.dump \(settings.database)")
+            throw ExitStatus.configError
+        }
         do {
             let summary = try StoreBackup.run(source: config.store.path, destination: path)
             Console.print("backup written to \(summary.path): \(summary.orders) orders, \(summary.notifications) notifications, \(summary.bytes) bytes, integrity ok")

@@ -109,7 +109,7 @@ struct TailEvents: AsyncParsableCommand {
 
     func run() async throws {
         let config = try options.load(secrets: .skip)
-        let store = try StoreAccess.open(config)
+        let store = try await StoreAccess.open(config)
         var position: Int64
         if let after {
             position = after

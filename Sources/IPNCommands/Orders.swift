@@ -110,7 +110,7 @@ struct ShowOrder: AsyncParsableCommand {
             try await store.order(provider: provider, account: account, orderRef: orderRef, includeRaw: false)
         }
         guard let detail else {
-            Console.error("no order \"\(orderRef)\" for \(provider)/\(account) in \(config.store.path)")
+            Console.error("no order \"\(orderRef)\" for \(provider)/\(account) in \(storeLocation(config))")
             throw ExitStatus.notFound
         }
         switch format {

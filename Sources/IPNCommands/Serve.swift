@@ -21,9 +21,9 @@ struct Serve: AsyncParsableCommand {
         let config = try options.load()
         let daemon: Daemon
         do {
-            daemon = try Daemon(config: config, logger: logger)
+            daemon = try await Daemon.open(config: config, logger: logger)
         } catch {
-            logger.critical("store unavailable", metadata: ["store": "\(config.store.path)", "error": "\(error)"])
+            logger.critical("store unavailable", metadata: ["store": "\(storeLocation(config))", "error": "\(error)"])
             throw ExitStatus.storeUnavailable
         }
         do {

@@ -1,7 +1,7 @@
 import IPNConfig
+import IPNServer
 import IPNStore
-import IPNDelivery
-import IPNStoreSQLite
+import Logging
 
 /// The query commands' access to the store: read-only for SQLite (safe while the daemon runs),
 /// exit 3 when it cannot be read.
@@ -9,7 +9,15 @@ enum StoreAccess {
     /// Runs `body` against the config's store, read-only; prints why and exits 3 when the
     /// store cannot be opened or read.
     static func read<T>(_ config: IPNDConfig, _ body: (any StoreReading) async throws(StoreError) -> T) async throws -> T {
-        try await read(try open(config), body)
+        let store = try await open(config)
+        do {
+            let result = try await read(store, body)
+            await StoreFactory.close(store)
+            return result
+        } catch {
+            await StoreFactory.close(store)
+            throw error
+        }
     }
 
     /// Runs `body` against `store`; prints why and exits 3 when the store cannot be read.
@@ -28,8 +36,7 @@ enum StoreAccess {
     /// cannot be opened or written.
     static func write<T>(_ config: IPNDConfig, _ body: (any Store) async throws(StoreError) -> T) async throws -> T {
         do {
-            let store = try SQLiteStore(path: config.store.path, maxBatch: 16, busyTimeout: 10, role: .command)
-            store.setDeliveryRoutes(config.deliveries.map(DeliveryRoute.init))
+            let store = try await StoreFactory.open(config, purpose: .command, logger: quietLogger)
             do {
                 let result = try await body(store)
                 _ = try await store.close()
@@ -45,13 +52,24 @@ enum StoreAccess {
     }
 
     /// The config's store, opened for reading; exit 3 when it cannot be.
-    static func open(_ config: IPNDConfig) throws -> any StoreReading {
+    static func open(_ config: IPNDConfig) async throws -> any StoreReading {
         do {
-            return try SQLiteReadOnlyStore(path: config.store.path)
+            return try await StoreFactory.openForReading(config, logger: quietLogger)
         } catch {
             Console.error("store unavailable: \(error)")
             throw ExitStatus.storeUnavailable
         }
+    }
+}
+
+/// Commands print what they have to say; the store's own log lines stay out of their output.
+let quietLogger = Logger(label: "ipnd", factory: { _ in SwiftLogNoOpLogHandler() })
+
+/// Where the config's store is, for messages: the SQLite file or the PostgreSQL database.
+func storeLocation(_ config: IPNDConfig) -> String {
+    switch config.store.backend {
+    case .sqlite(let path): path
+    case .postgres(let settings): StoreFactory.location(settings)
     }
 }
 

@@ -4,6 +4,7 @@ import IPNConsole
 import IPNCore
 import IPNDelivery
 import IPNStore
+import IPNStorePostgres
 import IPNStoreSQLite
 import Logging
 import ServiceLifecycle
@@ -47,28 +48,25 @@ public final class Daemon: Sendable {
         var shutdownRequested = false
     }
 
-    /// Opens and migrates the store; the listeners start with `run`.
     /// Scales the delivery retry schedule's waits (tests; `IPND_DELIVERY_RETRY_SCALE`).
     private let deliveryRetryScale: Double
 
-    public init(
+    /// Opens (creating and migrating) the config's store; the listeners start with `run`.
+    public static func open(
         config: IPNDConfig,
         logger: Logger,
         notifier: SystemdNotifier = SystemdNotifier(),
         deliveryRetryScale: Double = DeliveryService.environmentRetryScale()
-    ) throws(StoreError) {
-        self.config = config
-        self.deliveryRetryScale = deliveryRetryScale
-        self.logger = logger
-        self.notifier = notifier
-        opsCredentials = OpsCredentials(digests: config.ops.tokenDigests)
-        metricsRegistry = MetricsRegistry()
+    ) async throws(StoreError) -> Daemon {
+        let metricsRegistry = MetricsRegistry()
         let metrics = metricsRegistry.server
-        self.metrics = metrics
-        // Before the store is opened: a second daemon must not migrate it under the first.
-        storeLock = try StoreLock(storePath: config.store.path)
-        store = try SQLiteStore(
-            path: config.store.path, maxBatch: config.store.maxBatch,
+        var storeLock: StoreLock?
+        if case .sqlite(let path) = config.store.backend {
+            // Before the store is opened: a second daemon must not migrate it under the first.
+            storeLock = try StoreLock(storePath: path)
+        }
+        let store = try await StoreFactory.open(
+            config, purpose: .daemon, logger: logger,
             commitObserver: { size, seconds, failed in
                 metrics.commit(batchSize: size, seconds: seconds, failed: failed)
             },
@@ -78,23 +76,42 @@ public final class Daemon: Sendable {
                     logger.warning("WAL checkpoint failed; the commits stay in the WAL and the copy is retried",
                                    metadata: ["error": "\(error)"])
                 }
-            }
-        )
+            })
+        return Daemon(
+            config: config, store: store, storeLock: storeLock, logger: logger, notifier: notifier, metricsRegistry: metricsRegistry,
+            deliveryRetryScale: deliveryRetryScale)
+    }
+
+    private init(
+        config: IPNDConfig, store: any Store, storeLock: StoreLock?, logger: Logger, notifier: SystemdNotifier,
+        metricsRegistry: MetricsRegistry, deliveryRetryScale: Double
+    ) {
+        self.config = config
+        self.store = store
+        self.storeLock = storeLock
+        self.deliveryRetryScale = deliveryRetryScale
+        self.logger = logger
+        self.notifier = notifier
+        self.metricsRegistry = metricsRegistry
+        metrics = metricsRegistry.server
+        opsCredentials = OpsCredentials(digests: config.ops.tokenDigests)
     }
 
     /// Serves until one of `signals` arrives or `shutdown()` is called, then drains in-flight
     /// requests, commits what they started and closes the store.
     public func run(gracefulShutdownSignals signals: [UnixSignal] = [.sigterm, .sigint]) async throws {
-        store.setDeliveryRoutes(config.deliveries.map(DeliveryRoute.init))
-        if let sqlite = sqliteStore {
-            do {
+        do {
+            if let sqlite = sqliteStore {
                 try await sqlite.registerDeliveryTargets(config.deliveries.map(\.name))
                 // One daemon per file (the store lock): leases a previous process left are its own.
                 try await sqlite.releaseAbandonedLeases()
-            } catch {
-                _ = try? await store.close()
-                throw error
+            } else if let postgres = store as? PostgresStore {
+                // Another node's leases run out by themselves (DeliveryService.leaseLength).
+                try await postgres.registerDeliveryTargets(config.deliveries.map(\.name))
             }
+        } catch {
+            _ = try? await store.close()
+            throw error
         }
         let deliveryMetrics = DeliveryMetrics(factory: metricsRegistry.factory)
         for target in config.deliveries { deliveryMetrics.register(target: target.name) }

@@ -1,4 +1,5 @@
 import Foundation
+import IPNTestSupport
 import Testing
 
 /// The PostgreSQL server `make test` starts (scripts/pg-test-server.sh) and the helper the

@@ -17,8 +17,11 @@ struct UpgradeTests {
 
         let daemon = try await TestDaemon.start(storeDirectory: directory)
         let migrations = try daemon.query { db in try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations ORDER BY rowid") }
-        #expect(migrations.count == 5)
-        #expect(migrations.last?.hasPrefix("v5:") == true)
+        #expect(migrations.count == 6)
+        #expect(migrations.last?.hasPrefix("v6:") == true)
+        // v6 counted the notifications already stored, hour by hour, for the console's overview.
+        #expect(try daemon.count("SELECT SUM(count) FROM notification_counts") == (try daemon.count("SELECT COUNT(*) FROM notifications")))
+        #expect(try daemon.count("SELECT SUM(count) FROM notification_counts WHERE verdict = 'rejected'") == 1)
 
         let orders = try await daemon.apiObject("/api/v1/orders").objects("items")
         #expect(orders.map { $0.string("order_ref") } == ["OLD-4", "OLD-3", "OLD-2", "OLD-1"])

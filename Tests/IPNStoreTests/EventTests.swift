@@ -56,6 +56,7 @@ struct EventTests {
         #expect(last.orderJSON.contains("\"refunded_minor\":200"))
         let flag = try #require(events.first { $0.type == .flagged })
         #expect(flag.from == .pending && flag.to == .pending && flag.flag == "amount_mismatch")
+        try await test.close()
     }
 
     @Test("an event's order object is the order as orders show printed it right after the change", arguments: Backend.allCases)
@@ -77,6 +78,7 @@ struct EventTests {
         let json = RecordJSON.event(event).text
         #expect(json.hasPrefix("{\"id\":\"\(event.id)\",\"seq\":3,\"type\":\"order.state_changed\",\"occurred_at\":\"\(event.occurredAt)\",\"order\":{\"provider\":\"test\""))
         #expect(json.hasSuffix(",\"change\":{\"from\":\"paid\",\"to\":\"refunded\",\"flag\":null,\"notification_id\":3,\"provider_status\":\"c\"}}"))
+        try await test.close()
     }
 
     @Test("a notification that moves and flags an order writes order.state_changed, then order.flagged", arguments: Backend.allCases)
@@ -90,6 +92,7 @@ struct EventTests {
         #expect(events[1].notificationID == over.notificationID && events[2].notificationID == over.notificationID)
         #expect(events[2].from == .refunded && events[2].to == .refunded)
         #expect(events[1].orderJSON == events[2].orderJSON)
+        try await test.close()
     }
 
     @Test("notifications that waited for their payment get events of their own when it arrives", arguments: Backend.allCases)
@@ -107,6 +110,7 @@ struct EventTests {
         #expect(events.map(\.notificationID) == [payment.notificationID, waiting.notificationID])
         #expect(events[0].orderJSON.contains("\"state\":\"paid\""))
         #expect(events[1].orderJSON.contains("\"state\":\"refunded\""))
+        try await test.close()
     }
 
     @Test("each event is owed to every matching delivery target, and to no other", arguments: Backend.allCases)
@@ -128,6 +132,7 @@ struct EventTests {
         let targets = try await test.store.deliveryTargets()
         #expect(targets.map(\.name) == ["elsewhere", "everything", "flags", "shop2"])
         #expect(targets.map(\.backlog) == [0, 2, 1, 0])
+        try await test.close()
     }
 
     @Test("the feed: pages after a seq, filters, next_after is the highest seq examined", arguments: Backend.allCases)
@@ -149,6 +154,7 @@ struct EventTests {
         #expect(page.events.map(\.seq) == [8, 10] && page.nextAfter == 10)
         page = try await test.store.events(EventFilter(after: 0, limit: 10, type: .flagged))
         #expect(page.events.isEmpty && page.nextAfter == 10)
+        try await test.close()
     }
 
     @Test("a reader polling after its last seq while 64 writers commit sees every seq once, ascending, with no gap",
@@ -182,5 +188,6 @@ struct EventTests {
         let seen = try await reader.value
         #expect(seen.count == total)
         #expect(seen == Array(1...Int64(total)))
+        try await test.close()
     }
 }

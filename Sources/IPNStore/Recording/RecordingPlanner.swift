@@ -284,5 +284,6 @@ public struct RecordingPlanner: Sendable {
         plan.transitions = working.transitions
         plan.refunds = working.refunds
         plan.events = working.events
+        plan.finalOrder = working.order
     }
 }

@@ -26,6 +26,10 @@ public struct WritePlan: Sendable {
     public var events: [PlannedEvent] = []
     /// What recording concluded; its `notificationID` is the inserted row's, once written.
     public var outcome: RecordOutcome
+    /// The order's facts as the plan leaves them (refunds, whether it has transitions, its
+    /// refunds' currency): what a backend that plans several notifications from facts read at
+    /// once carries over to the next (`BatchFacts`).
+    public var finalOrder: OrderFacts?
 
     public init(outcome: RecordOutcome) {
         self.outcome = outcome

@@ -113,7 +113,7 @@ final class TestDaemon: Sendable {
         let config = try ConfigLoader.load(path: configPath, environment: [:])
         let logs = LogOutput.capture()
         let logger = Logger(label: "ipnd-test") { label in LogfmtLogHandler(label: label, level: .info, output: logs) }
-        let daemon = try Daemon(config: config, logger: logger, deliveryRetryScale: deliveryRetryScale)
+        let daemon = try await Daemon.open(config: config, logger: logger, deliveryRetryScale: deliveryRetryScale)
         let task = Task { try await daemon.run(gracefulShutdownSignals: []) }
         guard let ports = await daemon.listeningPorts() else {
             _ = try await task.value  // the daemon's own error: why it did not listen

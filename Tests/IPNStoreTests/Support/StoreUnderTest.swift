@@ -2,30 +2,107 @@ import Foundation
 import GRDB
 import IPNCore
 import IPNStore
+import IPNStorePostgres
 import IPNStoreSQLite
+import IPNTestSupport
+import Logging
+import PostgresNIO
 import Testing
 
-/// The store backends every behaviour test runs against.
+/// The store backends every behaviour test runs against. PostgreSQL is the throwaway server
+/// `make test` starts; without it (a plain `swift test`), SQLite only.
 enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
     case sqlite
+    case postgres
+
+    static var allCases: [Backend] {
+        PostgresTestServer.fromEnvironment() == nil ? [.sqlite] : [.sqlite, .postgres]
+    }
 
     var testDescription: String { rawValue }
+}
+
+/// Runs a blocking call (psql) on a thread of its own, off the concurrency pool.
+func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try body() }) }.start()
+    }
+}
+
+let testLogger = Logger(label: "ipnd-test", factory: { _ in SwiftLogNoOpLogHandler() })
+
+/// A fresh database on the test server, as a postgres-nio configuration.
+func freshPostgresDatabase() async throws -> (PostgresClient.Configuration, String) {
+    guard let server = PostgresTestServer.fromEnvironment() else { throw PostgresUnavailable() }
+    let name = try await blocking { try server.createDatabase() }
+    let configuration = PostgresClient.Configuration(
+        unixSocketPath: "\(server.socketDirectory)/.s.PGSQL.\(server.port)", username: server.user, password: nil, database: name)
+    return (configuration, name)
+}
+
+struct PostgresUnavailable: Error, CustomStringConvertible {
+    var description: String { "no PostgreSQL test server (IPND_TEST_PG_* unset): run the tests with make test" }
 }
 
 /// A fresh, empty store of one backend, with a way to count rows as an independent reader would.
 final class StoreUnderTest: Sendable {
     let backend: Backend
     let store: any Store
-    private let countQuery: @Sendable (String) async throws -> Int
+    /// A statement run outside the store, as an independent reader or writer would.
+    enum Raw: Sendable {
+        case count(String)
+        case text(String)
+        case execute(String)
+    }
 
-    private init(backend: Backend, store: any Store, countQuery: @escaping @Sendable (String) async throws -> Int) {
+    struct RawResult: Sendable {
+        var count = -1
+        var text: String?
+    }
+
+    private let countQuery: @Sendable (Raw) async throws -> RawResult
+    private let onClose: @Sendable () -> Void
+
+    private init(backend: Backend, store: any Store, countQuery: @escaping @Sendable (Raw) async throws -> RawResult,
+                 onClose: @escaping @Sendable () -> Void) {
         self.backend = backend
         self.store = store
         self.countQuery = countQuery
+        self.onClose = onClose
+    }
+
+    /// Closes the store (a PostgreSQL one gives its connections back).
+    func close() async throws {
+        onClose()
+        _ = try await store.close()
     }
 
     static func make(_ backend: Backend, maxBatch: Int = 256, routes: [DeliveryRoute] = []) async throws -> StoreUnderTest {
         switch backend {
+        case .postgres:
+            let (configuration, name) = try await freshPostgresDatabase()
+            let store = try await PostgresStore.open(
+                configuration: configuration, location: name, poolSize: 8, maxBatch: maxBatch, logger: testLogger)
+            store.setDeliveryRoutes(routes)
+            try await store.registerDeliveryTargets(routes.map(\.name))
+            let counter = PostgresClient(configuration: configuration, backgroundLogger: testLogger)
+            let task = Task { await counter.run() }
+            return StoreUnderTest(backend: backend, store: store, countQuery: { raw in
+                var result = RawResult()
+                switch raw {
+                case .count(let sql):
+                    for try await count in try await counter.query(PostgresQuery(unsafeSQL: sql), logger: testLogger).decode(Int64?.self) {
+                        result.count = Int(count ?? -1)
+                    }
+                case .text(let sql):
+                    for try await text in try await counter.query(PostgresQuery(unsafeSQL: sql), logger: testLogger).decode(String?.self) {
+                        result.text = text
+                    }
+                case .execute(let sql):
+                    _ = try await counter.query(PostgresQuery(unsafeSQL: sql), logger: testLogger)
+                }
+                return result
+            }, onClose: { task.cancel() })
         case .sqlite:
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ipnd-store-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -33,15 +110,31 @@ final class StoreUnderTest: Sendable {
             store.setDeliveryRoutes(routes)
             try await store.registerDeliveryTargets(routes.map(\.name))
             let database = store.database
-            return StoreUnderTest(backend: backend, store: store) { sql in
-                try await database.read { db in try Int.fetchOne(db, sql: sql) ?? -1 }
-            }
+            return StoreUnderTest(backend: backend, store: store, countQuery: { raw in
+                switch raw {
+                case .count(let sql): return RawResult(count: try await database.read { db in try Int.fetchOne(db, sql: sql) ?? -1 })
+                case .text(let sql): return RawResult(text: try await database.read { db in try String.fetchOne(db, sql: sql) })
+                case .execute(let sql):
+                    try await database.pool.write { db in try db.execute(sql: sql) }
+                    return RawResult()
+                }
+            }, onClose: {})
         }
     }
 
     /// The single integer a SQL query (standard SQL, the same on every backend) returns.
     func count(_ sql: String) async throws -> Int {
-        try await countQuery(sql)
+        try await countQuery(.count(sql)).count
+    }
+
+    /// The single text a SQL query returns (nil for none or NULL).
+    func text(_ sql: String) async throws -> String? {
+        try await countQuery(.text(sql)).text
+    }
+
+    /// Runs a SQL statement that returns nothing, as another connection would.
+    func execute(_ sql: String) async throws {
+        _ = try await countQuery(.execute(sql))
     }
 
     func order(_ ref: String, provider: String = "test", account: String = "default") async throws -> OrderDetail? {

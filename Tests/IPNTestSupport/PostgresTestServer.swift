@@ -10,32 +10,32 @@ import Foundation
 ///
 /// The methods block the calling thread until `psql` or the script ends (tens of milliseconds;
 /// seconds for a start or a restart): from async tests, run them on a thread of their own.
-struct PostgresTestServer: Sendable {
+public struct PostgresTestServer: Sendable {
     /// The directory holding the server's unix socket (`.s.PGSQL.<port>`): a libpq `host`.
-    let socketDirectory: String
+    public let socketDirectory: String
     /// The port, which also names the socket file; on TCP, the port on `tcpHost`.
-    let port: Int
+    public let port: Int
     /// A superuser, admitted without a password over the socket and from 127.0.0.1.
-    let user: String
+    public let user: String
     /// The database the script creates (`ipnd_test`); tests use `createDatabase()` instead.
-    let database: String
+    public let database: String
     /// The server's binaries (`pg_ctl`, `psql`, `pg_isready`, ...).
-    let binDirectory: String
+    public let binDirectory: String
     /// The cluster's data directory.
-    let dataDirectory: String
+    public let dataDirectory: String
     /// `127.0.0.1` when the server also listens on TCP, with TLS on; nil for a socket-only server.
-    let tcpHost: String?
+    public let tcpHost: String?
     /// The CA that signed the server's TLS certificate (for `localhost` and `127.0.0.1`),
     /// when it listens on TCP.
-    let caFile: String?
+    public let caFile: String?
     /// Whether this process started the server (`startPrivate()`), and `stop()` stops it.
-    let isPrivate: Bool
+    public let isPrivate: Bool
 
     /// The server `make test` started, from `IPND_TEST_PG_SOCKET_DIR`, `IPND_TEST_PG_PORT`,
     /// `IPND_TEST_PG_USER`, `IPND_TEST_PG_DATABASE`, `IPND_TEST_PG_BIN` and `IPND_TEST_PG_DATA`
     /// (`IPND_TEST_PG_HOST` and `IPND_TEST_PG_CA_FILE` when it listens on TCP); nil when any of
     /// those six is missing or the port is not a number (a plain `swift test` without one).
-    static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> PostgresTestServer? {
+    public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> PostgresTestServer? {
         guard let socketDirectory = environment["IPND_TEST_PG_SOCKET_DIR"], !socketDirectory.isEmpty,
               let port = environment["IPND_TEST_PG_PORT"].flatMap({ Int($0) }),
               let user = environment["IPND_TEST_PG_USER"], !user.isEmpty,
@@ -54,7 +54,7 @@ struct PostgresTestServer: Sendable {
     /// Starts a server of this test's own in a fresh `/tmp/ipndpg.XXXXXX` (short: it holds the
     /// socket), through `scripts/pg-test-server.sh start`; with `tcp`, also on 127.0.0.1 with
     /// TLS. Call `stop()` when done (in a `defer`).
-    static func startPrivate(tcp: Bool = false) throws(PostgresTestServerError) -> PostgresTestServer {
+    public static func startPrivate(tcp: Bool = false) throws(PostgresTestServerError) -> PostgresTestServer {
         var template = Array("/tmp/ipndpg.XXXXXX".utf8CString)
         let directory = template.withUnsafeMutableBufferPointer { buffer -> String? in
             guard let base = buffer.baseAddress, mkdtemp(base) != nil else { return nil }
@@ -95,21 +95,21 @@ struct PostgresTestServer: Sendable {
 
     /// Stops a server that `startPrivate()` started and removes its directory. The shared
     /// server is `make test`'s to stop: on it, this does nothing.
-    func stop() throws(PostgresTestServerError) {
+    public func stop() throws(PostgresTestServerError) {
         guard isPrivate else { return }
         _ = try Self.runScript(["stop", socketDirectory], timeout: 120)
         try? FileManager.default.removeItem(atPath: socketDirectory)
     }
 
     /// Creates a fresh, empty database with a unique name and returns that name.
-    func createDatabase() throws(PostgresTestServerError) -> String {
+    public func createDatabase() throws(PostgresTestServerError) -> String {
         let name = "ipnd_test_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16)
         _ = try psql("CREATE DATABASE \(Self.quotedIdentifier(name))", database: "postgres")
         return name
     }
 
     /// Drops `name` if it exists, closing any connection still open to it.
-    func dropDatabase(_ name: String) throws(PostgresTestServerError) {
+    public func dropDatabase(_ name: String) throws(PostgresTestServerError) {
         _ = try psql("DROP DATABASE IF EXISTS \(Self.quotedIdentifier(name)) WITH (FORCE)", database: "postgres")
     }
 
@@ -118,7 +118,7 @@ struct PostgresTestServer: Sendable {
     /// printed: one line per row, columns separated by `|`, NULL as an empty string, without
     /// headers, command tags or the final newline. Throws with PostgreSQL's message when a
     /// statement fails or the server cannot be reached.
-    func psql(_ sql: String, database: String? = nil) throws(PostgresTestServerError) -> String {
+    public func psql(_ sql: String, database: String? = nil) throws(PostgresTestServerError) -> String {
         // From a file rather than standard input: psql may exit (a connection refused) before
         // reading a pipe, and writing to that pipe then would kill this process with SIGPIPE.
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("ipnd-psql-\(UUID().uuidString).sql")
@@ -142,7 +142,7 @@ struct PostgresTestServer: Sendable {
     /// restart-immediate`, which runs it as the server's owner (postgres when the tests run as
     /// root) and returns once the server accepts connections again. Every open connection is
     /// lost: on the shared server that includes other tests', so restart a private one.
-    func restartImmediate() throws(PostgresTestServerError) {
+    public func restartImmediate() throws(PostgresTestServerError) {
         guard dataDirectory == socketDirectory + "/data" else {
             throw .launchFailed(command: "pg-test-server.sh restart-immediate \(socketDirectory)",
                                 reason: "the data directory \(dataDirectory) is not the script's (\(socketDirectory)/data): this server was not started by scripts/pg-test-server.sh")
@@ -152,9 +152,9 @@ struct PostgresTestServer: Sendable {
 
     // MARK: - Running the tools
 
-    /// scripts/pg-test-server.sh, four levels up from this file (Tests/IPNServerTests/Support/).
+    /// scripts/pg-test-server.sh, three levels up from this file (Tests/IPNTestSupport/).
     private static let script: String = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("scripts/pg-test-server.sh").path
 
     private static func runScript(_ arguments: [String], timeout: Double) throws(PostgresTestServerError) -> String {
@@ -211,7 +211,7 @@ struct PostgresTestServer: Sendable {
 }
 
 /// Why a `PostgresTestServer` operation failed, with what the tool said.
-enum PostgresTestServerError: Error, CustomStringConvertible {
+public enum PostgresTestServerError: Error, CustomStringConvertible {
     /// The tool could not be started at all (e.g. PostgreSQL's binaries are missing).
     case launchFailed(command: String, reason: String)
     /// The tool exited non-zero: `stderr` holds PostgreSQL's or the script's message.
@@ -221,7 +221,7 @@ enum PostgresTestServerError: Error, CustomStringConvertible {
     /// The script printed something other than the `export NAME=VALUE` lines expected.
     case unexpectedOutput(command: String, output: String)
 
-    var description: String {
+    public var description: String {
         switch self {
         case let .launchFailed(command, reason):
             "could not run \(command): \(reason)"
@@ -250,7 +250,7 @@ private final class OutputCollector: @unchecked Sendable {
     }
 
     /// Waits for the end of the pipe and returns what came through it.
-    func text() -> String {
+    public func text() -> String {
         finished.wait()
         return String(decoding: data, as: UTF8.self)
     }

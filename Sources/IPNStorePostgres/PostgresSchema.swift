@@ -1,0 +1,216 @@
+import Foundation
+import IPNStore
+import Logging
+import PostgresNIO
+
+/// The PostgreSQL store's tables: the same rows and columns as the SQLite store's, so every
+/// command and answer reads the same. Migrations run under a session advisory lock, once,
+/// whichever node starts first; a node refuses a schema newer than it knows.
+enum PostgresSchema {
+    /// The advisory lock that serialises migrations across nodes ('ipndmigr').
+    static let migrationLock: Int64 = 0x6970_6E64_6D69_6772
+    /// Taken last by every transaction that writes events, held until it commits: seqs are then
+    /// handed out in commit order ('ipndevnt').
+    static let eventLock: Int64 = 0x6970_6E64_6576_6E74
+
+    /// Text columns that are compared and sorted as text (times in the fixed `Timestamp` form,
+    /// identifiers) use the C collation: byte order, as SQLite compares them.
+    static let migrations: [(identifier: String, sql: [String])] = [
+        ("p1: orders, notifications, transitions, dedup keys, links, refunds, events, deliveries", [
+            """
+            CREATE SEQUENCE orders_id_seq;
+            CREATE SEQUENCE notifications_id_seq;
+            CREATE SEQUENCE events_seq;
+            CREATE TABLE orders (
+                id BIGINT PRIMARY KEY,
+                provider TEXT COLLATE "C" NOT NULL,
+                account TEXT COLLATE "C" NOT NULL,
+                order_ref TEXT COLLATE "C" NOT NULL,
+                provider_txn_id TEXT,
+                state TEXT COLLATE "C" NOT NULL,
+                amount_minor BIGINT,
+                currency TEXT,
+                refunded_minor BIGINT NOT NULL DEFAULT 0,
+                expected_amount_minor BIGINT,
+                expected_currency TEXT,
+                flags TEXT NOT NULL DEFAULT '',
+                created_at TEXT COLLATE "C" NOT NULL,
+                updated_at TEXT COLLATE "C" NOT NULL,
+                UNIQUE (provider, account, order_ref)
+            );
+            CREATE INDEX orders_by_state ON orders (state, id);
+            CREATE INDEX orders_by_created_at ON orders (created_at);
+            CREATE TABLE notifications (
+                id BIGINT PRIMARY KEY,
+                provider TEXT COLLATE "C" NOT NULL,
+                account TEXT COLLATE "C" NOT NULL,
+                received_at TEXT COLLATE "C" NOT NULL,
+                client_ip TEXT,
+                method TEXT NOT NULL DEFAULT 'POST',
+                target TEXT NOT NULL,
+                headers TEXT NOT NULL,
+                body BYTEA NOT NULL,
+                verdict TEXT COLLATE "C" NOT NULL,
+                reason TEXT COLLATE "C",
+                reason_detail TEXT,
+                kind TEXT COLLATE "C",
+                provider_status TEXT,
+                dedup_key TEXT COLLATE "C",
+                order_ref TEXT COLLATE "C",
+                order_id BIGINT REFERENCES orders (id),
+                provider_txn_id TEXT,
+                link_key TEXT COLLATE "C",
+                amount_minor BIGINT,
+                currency TEXT,
+                detail TEXT,
+                pending_effect TEXT,
+                reverified_from BIGINT
+            );
+            CREATE INDEX notifications_by_order ON notifications (order_id);
+            CREATE INDEX notifications_by_verdict ON notifications (verdict, id);
+            CREATE INDEX notifications_unlinked ON notifications (provider, account, link_key) WHERE verdict = 'unlinked';
+            CREATE INDEX notifications_waiting_duplicates ON notifications (provider, account, link_key)
+                WHERE verdict = 'duplicate' AND order_id IS NULL;
+            CREATE INDEX notifications_by_received_at ON notifications (received_at);
+            CREATE TABLE transitions (
+                id BIGSERIAL PRIMARY KEY,
+                order_id BIGINT NOT NULL REFERENCES orders (id),
+                from_state TEXT,
+                to_state TEXT NOT NULL,
+                at TEXT COLLATE "C" NOT NULL,
+                notification_id BIGINT REFERENCES notifications (id)
+            );
+            CREATE INDEX transitions_by_order ON transitions (order_id);
+            CREATE TABLE dedup_keys (
+                provider TEXT COLLATE "C" NOT NULL,
+                account TEXT COLLATE "C" NOT NULL,
+                dedup_key TEXT COLLATE "C" NOT NULL,
+                notification_id BIGINT NOT NULL REFERENCES notifications (id),
+                PRIMARY KEY (provider, account, dedup_key)
+            );
+            CREATE TABLE payment_links (
+                provider TEXT COLLATE "C" NOT NULL,
+                account TEXT COLLATE "C" NOT NULL,
+                link_key TEXT COLLATE "C" NOT NULL,
+                order_id BIGINT NOT NULL REFERENCES orders (id),
+                PRIMARY KEY (provider, account, link_key)
+            );
+            CREATE TABLE refunds (
+                order_id BIGINT NOT NULL REFERENCES orders (id),
+                refund_id TEXT COLLATE "C" NOT NULL,
+                amount_minor BIGINT,
+                notification_id BIGINT NOT NULL REFERENCES notifications (id),
+                PRIMARY KEY (order_id, refund_id)
+            );
+            CREATE TABLE heartbeat (
+                node TEXT PRIMARY KEY,
+                at TEXT NOT NULL
+            );
+            CREATE TABLE events (
+                seq BIGINT PRIMARY KEY,
+                id TEXT NOT NULL UNIQUE,
+                type TEXT COLLATE "C" NOT NULL,
+                occurred_at TEXT COLLATE "C" NOT NULL,
+                provider TEXT COLLATE "C" NOT NULL,
+                account TEXT COLLATE "C" NOT NULL,
+                order_id BIGINT NOT NULL REFERENCES orders (id),
+                order_ref TEXT COLLATE "C" NOT NULL,
+                order_json TEXT NOT NULL,
+                from_state TEXT,
+                to_state TEXT NOT NULL,
+                flag TEXT,
+                notification_id BIGINT,
+                provider_status TEXT
+            );
+            CREATE INDEX events_by_order ON events (order_id, seq);
+            CREATE INDEX events_by_occurred_at ON events (occurred_at);
+            CREATE TABLE deliveries (
+                id BIGSERIAL PRIMARY KEY,
+                target TEXT COLLATE "C" NOT NULL,
+                event_seq BIGINT NOT NULL REFERENCES events (seq),
+                order_id BIGINT NOT NULL,
+                state TEXT COLLATE "C" NOT NULL,
+                attempts INTEGER NOT NULL DEFAULT 0,
+                first_attempt_at TEXT COLLATE "C",
+                last_attempt_at TEXT COLLATE "C",
+                last_status INTEGER,
+                last_error TEXT,
+                next_attempt_at TEXT COLLATE "C",
+                delivered_at TEXT COLLATE "C",
+                lease_owner TEXT,
+                lease_until TEXT COLLATE "C",
+                created_at TEXT COLLATE "C" NOT NULL
+            );
+            CREATE INDEX deliveries_due ON deliveries (target, next_attempt_at) WHERE state = 'pending';
+            CREATE INDEX deliveries_order_queue ON deliveries (target, order_id, event_seq) WHERE state = 'pending';
+            CREATE INDEX deliveries_by_target ON deliveries (target, state, id);
+            CREATE INDEX deliveries_by_event ON deliveries (event_seq);
+            CREATE INDEX deliveries_by_state ON deliveries (state, id);
+            CREATE TABLE delivery_targets (
+                name TEXT COLLATE "C" PRIMARY KEY,
+                paused_at TEXT,
+                paused_reason TEXT
+            );
+            CREATE TABLE store_meta (
+                key TEXT PRIMARY KEY,
+                value TEXT NOT NULL
+            );
+            """,
+        ]),
+    ]
+
+    /// Brings the database to this version's schema, under the migration lock; refuses one a
+    /// newer ipnd migrated.
+    static func migrate(_ client: PostgresClient, logger: Logger) async throws(StoreError) {
+        do {
+            try await client.withConnection { connection in
+                _ = try await connection.query("SELECT pg_advisory_lock(\(migrationLock))", logger: logger)
+                do {
+                    try await migrateLocked(connection, logger: logger)
+                    _ = try await connection.query("SELECT pg_advisory_unlock(\(migrationLock))", logger: logger)
+                } catch {
+                    _ = try? await connection.query("SELECT pg_advisory_unlock(\(migrationLock))", logger: logger)
+                    throw error
+                }
+            }
+        } catch {
+            throw StoreError(postgres: error, doing: "migrate the PostgreSQL store")
+        }
+    }
+
+    private static func migrateLocked(_ connection: PostgresConnection, logger: Logger) async throws {
+        _ = try await connection.query(
+            "CREATE TABLE IF NOT EXISTS ipnd_migrations (identifier TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())",
+            logger: logger)
+        var applied = Set<String>()
+        for try await identifier in try await connection.query("SELECT identifier FROM ipnd_migrations", logger: logger).decode(String.self) {
+            applied.insert(identifier)
+        }
+        let known = Set(migrations.map(\.identifier))
+        let unknown = applied.subtracting(known)
+        guard unknown.isEmpty else {
+            throw StoreError(message: "the store was migrated by a newer ipnd (\(unknown.sorted().joined(separator: "; "))); "
+                + "run that version, or restore a backup taken before the upgrade")
+        }
+        for migration in migrations where !applied.contains(migration.identifier) {
+            _ = try await connection.query("BEGIN", logger: logger)
+            do {
+                // One statement per query: the extended protocol takes no more.
+                for script in migration.sql {
+                    for statement in script.split(separator: ";").map({ $0.trimmingCharacters(in: .whitespacesAndNewlines) })
+                    where !statement.isEmpty {
+                        _ = try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                    }
+                }
+                var record = SQL("INSERT INTO ipnd_migrations (identifier) VALUES (")
+                record.append(record.bind(migration.identifier) + ")")
+                _ = try await connection.query(record.query, logger: logger)
+                _ = try await connection.query("COMMIT", logger: logger)
+            } catch {
+                _ = try? await connection.query("ROLLBACK", logger: logger)
+                throw error
+            }
+            logger.info("store migrated", metadata: ["migration": "\(migration.identifier)"])
+        }
+    }
+}

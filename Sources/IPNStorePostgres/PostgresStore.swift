@@ -1,0 +1,211 @@
+import Foundation
+import IPNCore
+import IPNStore
+import Logging
+import NIOCore
+import PostgresNIO
+
+/// The store on PostgreSQL: any number of ipnd nodes may share one database. Notifications are
+/// group-committed by a few writer connections (`PostgresBatchWriter`); reads and the delivery
+/// service's updates use the pool directly. The client's pool runs in a task of the store's own
+/// from `open` to `close`.
+public final class PostgresStore: Store {
+    public let location: String
+    public let eventSignal = EventSignal()
+    let client: PostgresClient
+    let logger: Logger
+    private let writer: PostgresBatchWriter
+    private let routes = Locked<[DeliveryRoute]>([])
+    private let clientTask: Task<Void, Never>
+    /// This node's name on its heartbeat row.
+    private let node: String
+
+    /// How long a write may wait for the database (a connection, a lock) before it answers 503.
+    static let writeTimeout: Duration = .seconds(10)
+
+    /// Connects with `configuration`, migrates (under the migration lock) unless `migrate` is
+    /// false, in which case the schema must be this version's, and starts the writers.
+    /// - Parameters:
+    ///   - location: how logs name the database (no password).
+    ///   - writers: connections writing notification batches concurrently.
+    public static func open(
+        configuration: PostgresClient.Configuration, location: String, poolSize: Int, maxBatch: Int = 256, writers: Int? = nil,
+        migrate: Bool = true, logger: Logger
+    ) async throws(StoreError) -> PostgresStore {
+        var configuration = configuration
+        configuration.options.maximumConnections = max(2, poolSize)
+        configuration.options.connectTimeout = .seconds(5)
+        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        let task = Task { await client.run() }
+        do {
+            if migrate {
+                try await PostgresSchema.migrate(client, logger: logger)
+            } else {
+                try await PostgresSchema.requireCurrent(client, logger: logger)
+            }
+        } catch {
+            task.cancel()
+            await task.value
+            throw error
+        }
+        let writerCount = writers ?? max(1, min(4, poolSize / 4))
+        return PostgresStore(client: client, task: task, location: location, maxBatch: maxBatch, writers: writerCount, logger: logger)
+    }
+
+    private init(client: PostgresClient, task: Task<Void, Never>, location: String, maxBatch: Int, writers: Int, logger: Logger) {
+        self.client = client
+        self.clientTask = task
+        self.location = location
+        self.logger = logger
+        node = "\(ProcessInfo.processInfo.hostName)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let signal = eventSignal
+        writer = PostgresBatchWriter(
+            client: client, writers: writers, maxBatch: maxBatch, routes: routes, logger: logger,
+            eventsCommitted: { _ in signal.signal() })
+    }
+
+    // MARK: Writes
+
+    public func record(_ entry: InboxEntry) async throws(StoreError) -> RecordOutcome {
+        guard case .recorded(let outcome) = try await writer.submit(.record(entry)) else {
+            throw StoreError(message: "the writer answered a notification with something else")
+        }
+        return outcome
+    }
+
+    public func setExpectation(provider: String, account: String, orderRef: String, amount: Money) async throws(StoreError)
+        -> ExpectationOutcome
+    {
+        let result = try await writer.submit(.expectation(scope: Scope(provider: provider, account: account), orderRef: orderRef, amount: amount))
+        guard case .expectation(let outcome) = result else {
+            throw StoreError(message: "the writer answered an expectation with something else")
+        }
+        return outcome
+    }
+
+    public func heartbeat() async throws(StoreError) {
+        var sql = SQL()
+        sql.append("""
+            INSERT INTO heartbeat (node, at) VALUES (\(sql.bind(node)), \(sql.bind(Self.timestamp())))
+            ON CONFLICT (node) DO UPDATE SET at = EXCLUDED.at
+            """)
+        try await execute(sql, doing: "write the heartbeat")
+    }
+
+    public func setDeliveryRoutes(_ routes: [DeliveryRoute]) {
+        self.routes.withLock { $0 = routes }
+    }
+
+    /// Makes sure every configured target has its row (pause state, the console's list).
+    public func registerDeliveryTargets(_ names: [String]) async throws(StoreError) {
+        guard !names.isEmpty else { return }
+        var sql = SQL()
+        sql.append("INSERT INTO delivery_targets (name) SELECT unnest(\(sql.bind(names))::text[]) ON CONFLICT DO NOTHING")
+        try await execute(sql, doing: "register the delivery targets")
+    }
+
+    @discardableResult
+    public func close() async throws(StoreError) -> StoreError? {
+        await writer.close()
+        clientTask.cancel()
+        await clientTask.value
+        return nil
+    }
+
+    // MARK: Running statements
+
+    /// Runs `sql` on a pooled connection (autocommit), within the write timeout.
+    func execute(_ sql: SQL, doing action: String) async throws(StoreError) {
+        do {
+            try await withTimeout(Self.writeTimeout) { [client, logger] in
+                _ = try await client.query(sql.query, logger: logger)
+            }
+        } catch {
+            throw StoreError(postgres: error, doing: action)
+        }
+    }
+
+    /// Reads the rows of `sql` on a pooled connection, within the write timeout.
+    func rows(_ sql: SQL, doing action: String) async throws(StoreError) -> [PGRow] {
+        do {
+            return try await withTimeout(Self.writeTimeout) { [client, logger] in
+                try await client.rows(sql, logger: logger)
+            }.map { $0 }
+        } catch {
+            throw StoreError(postgres: error, doing: action)
+        }
+    }
+
+    /// Runs `body` in one transaction on a pooled connection, within the write timeout.
+    func transaction<T: Sendable>(doing action: String, _ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws(StoreError) -> T {
+        do {
+            return try await withTimeout(Self.writeTimeout) { [client, logger] in
+                try await client.withConnection { connection in
+                    _ = try await connection.query("BEGIN", logger: logger)
+                    do {
+                        let value = try await body(connection)
+                        _ = try await connection.query("COMMIT", logger: logger)
+                        return value
+                    } catch {
+                        _ = try? await connection.query("ROLLBACK", logger: logger)
+                        throw error
+                    }
+                }
+            }
+        } catch {
+            throw StoreError(postgres: error, doing: action)
+        }
+    }
+
+    static func timestamp(offset milliseconds: Int64 = 0) -> String {
+        Timestamp.format(epochMilliseconds: Int64(Date().timeIntervalSince1970 * 1000) + milliseconds)
+    }
+}
+
+/// `body` did not finish within its time.
+struct TimedOut: Error, CustomStringConvertible {
+    let limit: Duration
+    var description: String { "no answer from PostgreSQL within \(limit)" }
+}
+
+/// Runs `body`, cancelling it and throwing `TimedOut` once `limit` has passed.
+func withTimeout<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    try await withThrowingTaskGroup(of: T?.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            try await Task.sleep(for: limit)
+            return nil
+        }
+        defer { group.cancelAll() }
+        guard let first = try await group.next() else { throw CancellationError() }
+        guard let value = first else { throw TimedOut(limit: limit) }
+        return value
+    }
+}
+
+extension PostgresSchema {
+    /// A command (not `serve`) only opens a database at this version's schema.
+    static func requireCurrent(_ client: PostgresClient, logger: Logger) async throws(StoreError) {
+        do {
+            var applied = Set<String>()
+            let exists = try await client.query("SELECT to_regclass('ipnd_migrations') IS NOT NULL", logger: logger).decode(Bool.self)
+            for try await value in exists where !value {
+                throw StoreError(message: "the database is not an ipnd store yet (has ipnd serve run with this config?)")
+            }
+            for try await identifier in try await client.query("SELECT identifier FROM ipnd_migrations", logger: logger).decode(String.self) {
+                applied.insert(identifier)
+            }
+            let known = Set(migrations.map(\.identifier))
+            if !applied.subtracting(known).isEmpty {
+                throw StoreError(message: "the store was migrated by a newer ipnd (\(applied.subtracting(known).sorted().joined(separator: "; "))); "
+                    + "run that version, or restore a backup taken before the upgrade")
+            }
+            if !known.subtracting(applied).isEmpty {
+                throw StoreError(message: "the store predates this ipnd (\(known.subtracting(applied).sorted().joined(separator: "; ")) not applied); "
+                    + "start ipnd serve of this version once to upgrade it")
+            }
+        } catch {
+            throw StoreError(postgres: error, doing: "open the PostgreSQL store")
+        }
+    }
+}
