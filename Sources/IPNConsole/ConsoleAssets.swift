@@ -65,7 +65,9 @@ enum ConsoleAssets {
         .tl-event { background: #f4f6fb; }
         .kind { font-size: 11px; text-transform: uppercase; letter-spacing: .04em; color: var(--muted); }
         .raw pre { background: var(--panel); padding: 8px; white-space: pre-wrap; overflow-wrap: anywhere; max-height: 420px; overflow: auto; margin: 0; }
-        .chart-wrap { overflow-x: auto; }
+        /* Right-to-left, so that a narrow window shows the latest hours first, scrolled to the right end. */
+        .chart-wrap { overflow-x: auto; direction: rtl; }
+        .chart-wrap svg { direction: ltr; }
         svg.chart { width: 100%; min-width: 520px; max-width: 900px; height: auto; display: block; }
         svg.chart .grid { stroke: var(--line); stroke-width: 1; }
         svg.chart .axis { fill: var(--muted); font-size: 12px; font-family: system-ui, sans-serif; }

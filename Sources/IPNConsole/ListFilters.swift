@@ -1,5 +1,6 @@
 import Hummingbird
 import HummingbirdCore
+import IPNConfig
 import IPNCore
 import IPNStore
 
@@ -29,6 +30,18 @@ struct ListFilters: Sendable {
         sinceText = value("since")
         targetText = value("target")
         beforeText = value("before")
+    }
+
+    /// The account filter, when `config` has such an account (for the provider chosen, if
+    /// any). An account no configured provider has would make the list read the whole table
+    /// for nothing: it is refused, naming the CLI, which lists what the store still holds.
+    func account(in names: [AccountName], provider: String?) throws(FilterError) -> String? {
+        guard let account else { return nil }
+        guard names.contains(where: { $0.account == account && (provider == nil || $0.provider == provider) }) else {
+            throw FilterError("no account \"\(account.prefix(64))\" is configured\(provider.map { " for \($0)" } ?? ""); "
+                + "`ipnd orders list --account` and `ipnd notifications list --account` list what the store holds for any account")
+        }
+        return account
     }
 
     func provider() throws(FilterError) -> String? {

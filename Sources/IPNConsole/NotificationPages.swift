@@ -12,7 +12,7 @@ extension OpsConsole {
         var problem: String?
         do throws(FilterError) {
             filter.provider = try filters.provider()
-            filter.account = filters.account
+            filter.account = try filters.account(in: config.accountNames, provider: filter.provider)
             filter.verdict = try filters.verdict()
             filter.since = try filters.since()
             filter.beforeID = try filters.before()

@@ -222,6 +222,11 @@ enum Schema {
             // orders_flagged: only orders with a flag (few): the overview counts amount_mismatch.
             // orders_by_created_at: `since` on orders stops reading at the first older order,
             // as notifications_by_received_at does for notifications (Queries.newestFirst).
+            // orders_by_provider, orders_by_account: the orders list filtered by provider (and
+            // account), newest first, read in index order; without them SQLite took the unique
+            // (provider, account, order_ref) index and sorted all of a provider's orders by id
+            // (a fifth of the table, 100 ms at 200,000 orders). Orders are written far less often
+            // than notifications, which keep finding a page of any provider newest first.
             try db.execute(sql: """
                 CREATE TABLE notification_counts (
                     hour TEXT NOT NULL,
@@ -237,6 +242,8 @@ enum Schema {
                 CREATE INDEX orders_by_ref ON orders(order_ref, id);
                 CREATE INDEX orders_flagged ON orders(id) WHERE flags <> '';
                 CREATE INDEX orders_by_created_at ON orders(created_at);
+                CREATE INDEX orders_by_provider ON orders(provider, id);
+                CREATE INDEX orders_by_account ON orders(provider, account, id);
                 """)
         }
         return migrator

@@ -195,6 +195,8 @@ struct ConsoleHTTPTests {
             ("/orders?since=yesterday", 400, "is not an ISO 8601 time"),
             ("/notifications?verdict=ok", 400, "verdict &quot;ok&quot; is not one of"),
             ("/deliveries?target=Bad%20Name", 400, "is not a delivery target name"),
+            ("/notifications?account=nobody", 400, "no account &quot;nobody&quot; is configured"),
+            ("/orders?provider=citcon&account=shop2", 400, "no account &quot;shop2&quot; is configured for citcon"),
             ("/orders/unlimint/default/NOPE", 404, "No order &quot;NOPE&quot;"),
             ("/notifications/999", 404, "There is no notification 999."),
             ("/notifications/x", 404, "is not a notification id"),
