@@ -6,7 +6,7 @@ CONFIG ?= config/ipnd.dev.yaml
 # drive the tests' independent clients and the crash test.
 SYSTEM_PACKAGES := libssl-dev libsqlite3-dev pkg-config sqlite3 python3 openssl
 
-.PHONY: all deps build release run test pg-start pg-stop check-config bench profile clean fuzz fuzz-replay crash-test test-sanitizers
+.PHONY: all deps build release run test pg-start pg-stop check-config bench bench-console profile clean fuzz fuzz-replay crash-test test-sanitizers
 
 all: build
 
@@ -92,9 +92,15 @@ fuzz-replay: deps
 clean:
 	rm -rf .build .build-fuzz .build-tsan .build-asan var
 
-# The load benchmark (issue 6): release build, 500k signed notifications, wrk, figures printed.
+# The load benchmark (issue 6): release build, 500k signed notifications, wrk, figures printed;
+# then the console's pages on a seeded store (CONSOLE=0 skips that pass).
 bench: deps
 	scripts/bench.sh
+
+# The console's page timings alone (issue 32): a store of 1,000,000 notifications and 200,000
+# orders seeded by direct SQL, p50/p99 per page. STORE=PATH measures an existing seeded store.
+bench-console: deps
+	scripts/bench-console.sh
 
 # Instructions per notification and per /healthz request under valgrind's callgrind, and where
 # they go: the repeatable figure for comparing two builds (docs/benchmarks.md, "Fourth round").

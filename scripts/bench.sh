@@ -197,4 +197,11 @@ done
 if [ "$DRIFT" -gt 10 ]; then
     echo "note                 the two /healthz passes differ by $DRIFT %: the host's speed moved during this run, and the ratios are taken against the faster pass"
 fi
-[ "$STATUS" = ok ]
+[ "$STATUS" = ok ] || exit 1
+
+# The ops console's pages on 1,000,000 notifications and 200,000 orders (issue 32); CONSOLE=0 skips it.
+if [ "${CONSOLE:-1}" != 0 ]; then
+    echo
+    echo "== console pages (scripts/bench-console.sh)"
+    scripts/bench-console.sh
+fi
