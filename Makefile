@@ -94,11 +94,13 @@ clean:
 
 # The load benchmark (issue 6): release build, 500k signed notifications, wrk, figures printed;
 # then the console's pages on a seeded store (CONSOLE=0 skips that pass).
+# STORE=postgres: the same on a private PostgreSQL server, one node then two (scripts/bench-postgres.sh).
+STORE ?= sqlite
 bench: deps
-	scripts/bench.sh
+	@if [ "$(STORE)" = postgres ]; then scripts/bench-postgres.sh; else scripts/bench.sh; fi
 
 # The console's page timings alone (issue 32): a store of 1,000,000 notifications and 200,000
-# orders seeded by direct SQL, p50/p99 per page. STORE=PATH measures an existing seeded store.
+# orders seeded by direct SQL, p50/p99 per page. CONSOLE_STORE=PATH measures an existing seeded store.
 bench-console: deps
 	scripts/bench-console.sh
 

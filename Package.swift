@@ -165,6 +165,9 @@ let package = Package(
             dependencies: [
                 "IPNCore", "IPNConfig", "IPNStore", "IPNStoreSQLite",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings,
             linkerSettings: executableLinkerSettings

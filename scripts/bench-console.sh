@@ -9,7 +9,7 @@
 # keep-alive connection.
 #
 # Knobs (environment): ORDERS=200000 NOTIFICATIONS=1000000 DAYS=10 REQUESTS=200 PORT=18190
-#                      STORE=PATH (measure an existing seeded store instead of making one)
+#                      CONSOLE_STORE=PATH (measure an existing seeded store instead of making one)
 #                      KEEP=1 (keep the work directory and its store)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -52,8 +52,8 @@ stop() {
     PID=
 }
 
-if [ -n "${STORE:-}" ]; then
-    export IPND_STORE_PATH=$STORE
+if [ -n "${CONSOLE_STORE:-}" ]; then
+    export IPND_STORE_PATH=$CONSOLE_STORE
 else
     export IPND_STORE_PATH=$WORK/ipnd.sqlite
     echo "== creating a store of the current schema: $IPND_STORE_PATH"

@@ -18,8 +18,12 @@
 # Before each pass it waits, up to QUIET_WAIT seconds, for a 3 s window in which the host steals
 # under 3 % of the CPU, and the summary flags any pass that lost more than 5 % anyway.
 #
+# Then the delivery passes (scripts/bench-deliveries.sh): the unique pass again with one delivery
+# target, and a backlog drained once its target comes back.
+#
 # Knobs (environment): COUNT=500000 DURATION=10 CONNECTIONS=64 THREADS=2 PORT=18180 MAX_BATCH=256
 #                      LOG_LEVEL=info QUIET_WAIT=120 (0: do not wait) KEEP=1 (keep the work directory)
+#                      DELIVERIES=0 (skip the delivery passes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/proc-ticks.sh
@@ -36,7 +40,7 @@ MAX_BATCH=${MAX_BATCH:-256}
 LOG_LEVEL=${LOG_LEVEL:-info}
 QUIET_WAIT=${QUIET_WAIT:-120}
 
-scripts/install-system-packages.sh libssl-dev libsqlite3-dev pkg-config wrk sqlite3
+scripts/install-system-packages.sh libssl-dev libsqlite3-dev pkg-config wrk sqlite3 curl
 # The same build as `make release`, the one deploy/README.md installs.
 BIN=$(scripts/build-release.sh ipnd ipnd-bench)
 
@@ -62,46 +66,8 @@ scripts/wait-ready.sh "$PORT" 10
 sleep 1
 IDLE_RSS_KB=$(awk '/VmRSS/ {print $2}' "/proc/$PID/status")
 
-field() { sed -n "s/.*[ ]$1=\([^ ]*\).*/\1/p" <<<"$2" | head -1; }
-
-# pass WRK_ARGS...: one wrk run; prints its RESULT line with where the machine's CPU went
-# meanwhile appended: ipnd's and wrk's CPU per answered request (user + system), the share of
-# both cores left idle (idle + iowait in /proc/stat) and the share the hypervisor gave to other
-# guests (steal). Idle CPU while 64 connections wait means the requests are waiting on
-# something other than the processor; stolen CPU means the run measured a slower machine.
-# wait_for_quiet: until the host steals under 3 % of the CPU over 3 s, at most QUIET_WAIT seconds.
-wait_for_quiet() {
-    local waited=0 total0 idle0 steal0 total1 idle1 steal1
-    while [ "$waited" -lt "$QUIET_WAIT" ]; do
-        read -r total0 idle0 steal0 < <(cpu_ticks)
-        sleep 3
-        read -r total1 idle1 steal1 < <(cpu_ticks)
-        [ $(( 100 * (steal1 - steal0) )) -lt $(( 3 * (total1 - total0) )) ] && return 0
-        waited=$((waited + 3))
-    done
-    [ "$QUIET_WAIT" -eq 0 ] || echo "== the host kept stealing 3 % or more of the CPU for ${QUIET_WAIT}s; measuring anyway" >&2
-}
-pass() {
-    local total0 idle0 steal0 total1 idle1 steal1 ipnd0 ipnd1 result
-    wait_for_quiet
-    read -r total0 idle0 steal0 < <(cpu_ticks)
-    ipnd0=$(process_ticks "$PID")
-    { TIMEFORMAT='%U %S'; time wrk "$@" >"$WORK/wrk.out"; } 2>"$WORK/wrk.time"
-    ipnd1=$(process_ticks "$PID")
-    read -r total1 idle1 steal1 < <(cpu_ticks)
-    if ! result=$(grep '^RESULT' "$WORK/wrk.out"); then
-        echo "wrk gave no result:" >&2
-        cat "$WORK/wrk.out" "$WORK/wrk.time" >&2
-        return 1
-    fi
-    echo "$result $(awk -v n="$(field requests "$result")" -v hz="$(getconf CLK_TCK)" -v ipnd=$((ipnd1 - ipnd0)) \
-        -v total=$((total1 - total0)) -v idle=$((idle1 - idle0)) -v steal=$((steal1 - steal0)) \
-        -v wrk="$(tail -1 "$WORK/wrk.time")" 'BEGIN {
-        split(wrk, w, " ")
-        printf "ipnd_cpu_us=%.0f wrk_cpu_us=%.0f idle_pct=%.1f stolen_pct=%.1f", (n > 0 ? ipnd / hz / n * 1e6 : 0),
-            (n > 0 ? (w[1] + w[2]) / n * 1e6 : 0), (total > 0 ? 100 * idle / total : 0),
-            (total > 0 ? 100 * steal / total : 0) }')"
-}
+# shellcheck source=scripts/bench-lib.sh
+. scripts/bench-lib.sh
 
 echo "== /healthz ceiling: wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s"
 HEALTH=$(pass -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" -s bench/healthz.lua "http://127.0.0.1:$PORT/healthz")
@@ -197,7 +163,11 @@ done
 if [ "$DRIFT" -gt 10 ]; then
     echo "note                 the two /healthz passes differ by $DRIFT %: the host's speed moved during this run, and the ratios are taken against the faster pass"
 fi
-[ "$STATUS" = ok ] || exit 1
+[ "$STATUS" = ok ]
+if [ "${DELIVERIES:-1}" != 0 ]; then
+    # shellcheck source=scripts/bench-deliveries.sh
+    . scripts/bench-deliveries.sh
+fi
 
 # The ops console's pages on 1,000,000 notifications and 200,000 orders (issue 32); CONSOLE=0 skips it.
 if [ "${CONSOLE:-1}" != 0 ]; then

@@ -415,6 +415,9 @@ def verify_deliveries(store, receiver):
 
 
 def main():
+    # A test runner may start this with signals blocked (its threads block them, and children
+    # inherit the mask): the daemons and servers started from here must get SIGTERM and SIGQUIT.
+    signal.pthread_sigmask(signal.SIG_SETMASK, set())
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--binary", default=os.path.join(ROOT, ".build", "debug", "ipnd"))
     parser.add_argument("--kills", type=int, default=20)

@@ -13,7 +13,7 @@ public struct IPNDCommand: AsyncParsableCommand {
         abstract: "Receives, verifies and records payment providers' notifications.",
         version: BuildInfo.version,
         subcommands: [
-            Serve.self, CheckConfig.self, Orders.self, Notifications.self, Events.self, Deliveries.self, Simulate.self, Backup.self,
+            Serve.self, CheckConfig.self, Orders.self, Notifications.self, Events.self, Deliveries.self, Simulate.self, Backup.self, StoreCommand.self,
         ]
     )
 

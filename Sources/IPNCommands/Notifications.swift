@@ -3,11 +3,11 @@ import IPNCore
 import IPNServer
 import IPNStore
 
-/// `ipnd notifications list`.
+/// `ipnd notifications list|reverify`.
 struct Notifications: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Query received notifications and their verdicts (read-only, safe while the daemon runs).",
-        subcommands: [ListNotifications.self]
+        abstract: "Query received notifications and their verdicts; verify rejected ones again (safe while the daemon runs).",
+        subcommands: [ListNotifications.self, ReverifyNotifications.self]
     )
 }
 

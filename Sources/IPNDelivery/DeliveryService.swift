@@ -27,10 +27,11 @@ public final class DeliveryService: Service, Sendable {
     private let retryScale: Double
     private let state = Locked(State())
 
-    /// How long a claimed delivery is leased: renewed while its attempt runs, so another node
-    /// takes over one whose node died within this (and a poll).
-    static let leaseLength: Int64 = 45_000
-    static let leaseRenewal: Duration = .seconds(15)
+    /// How long a claimed delivery is leased, in milliseconds: renewed every third of it while its
+    /// attempt runs, so another node takes over one whose node died within this (and a poll).
+    /// 45 s; `IPND_DELIVERY_LEASE_SECONDS` (3 to 300) changes it for drills and tests.
+    let leaseLength: Int64
+    private var leaseRenewal: Duration { .milliseconds(leaseLength / 3) }
     /// How often a target with nothing due looks again without being woken (another node's
     /// commits, retries coming due).
     static let pollInterval: Duration = .seconds(1)
@@ -55,6 +56,7 @@ public final class DeliveryService: Service, Sendable {
         self.userAgent = userAgent
         self.shutdownGrace = shutdownGrace
         self.retryScale = min(1, max(0.001, retryScale))
+        leaseLength = 1000 * (ProcessInfo.processInfo.environment["IPND_DELIVERY_LEASE_SECONDS"].flatMap(Int64.init).map { min(300, max(3, $0)) } ?? 45)
         let sender = try WebhookSender(targets: targets, userAgent: userAgent)
         state.withLock { state in
             state.sender = sender
@@ -115,11 +117,11 @@ public final class DeliveryService: Service, Sendable {
     /// Keeps the leases of attempts in flight alive while they run.
     private func renewLeases() async {
         while !Task.isCancelled {
-            try? await Task.sleep(for: Self.leaseRenewal)
+            try? await Task.sleep(for: leaseRenewal)
             let ids = state.withLock { $0.workers.values.flatMap { $0.inFlightIDs } }
             guard !ids.isEmpty else { continue }
             do {
-                try await store.renewLeases(ids: ids, owner: owner, until: Self.timestamp(offset: Self.leaseLength))
+                try await store.renewLeases(ids: ids, owner: owner, until: Self.timestamp(offset: leaseLength))
             } catch {
                 logger.warning("delivery leases not renewed", metadata: ["error": "\(error)"])
             }
@@ -196,7 +198,7 @@ public final class DeliveryService: Service, Sendable {
     fileprivate func claim(_ target: DeliveryTarget, limit: Int) async -> [DeliveryAttempt] {
         do {
             return try await store.claimDeliveries(
-                target: target.name, limit: limit, now: Self.timestamp(), leaseUntil: Self.timestamp(offset: Self.leaseLength),
+                target: target.name, limit: limit, now: Self.timestamp(), leaseUntil: Self.timestamp(offset: leaseLength),
                 owner: owner)
         } catch {
             logger.error("deliveries not claimed: store unavailable", metadata: ["target": .string(target.name), "error": "\(error)"])

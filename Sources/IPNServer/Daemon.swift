@@ -1,3 +1,4 @@
+import Foundation
 import Hummingbird
 import IPNConfig
 import IPNConsole
@@ -50,13 +51,34 @@ public final class Daemon: Sendable {
 
     /// Scales the delivery retry schedule's waits (tests; `IPND_DELIVERY_RETRY_SCALE`).
     private let deliveryRetryScale: Double
+    private let housekeeping: Housekeeping
+
+    /// The clock and periods of the daemon's housekeeping: store retention and the
+    /// rejected-request budget's windows. The defaults are production's; tests shorten the
+    /// periods and move the clock.
+    public struct Housekeeping: Sendable {
+        /// The time of day retention cutoffs and budget windows are taken from.
+        public var now: @Sendable () -> Date
+        /// Between retention passes.
+        public var retentionInterval: Duration
+        /// The rejected-request budget's window (`server.rejected_store_per_minute` per window).
+        public var budgetWindow: Duration
+
+        public init(now: @escaping @Sendable () -> Date = { Date() }, retentionInterval: Duration = .seconds(300),
+                    budgetWindow: Duration = .seconds(60)) {
+            self.now = now
+            self.retentionInterval = retentionInterval
+            self.budgetWindow = budgetWindow
+        }
+    }
 
     /// Opens (creating and migrating) the config's store; the listeners start with `run`.
     public static func open(
         config: IPNDConfig,
         logger: Logger,
         notifier: SystemdNotifier = SystemdNotifier(),
-        deliveryRetryScale: Double = DeliveryService.environmentRetryScale()
+        deliveryRetryScale: Double = DeliveryService.environmentRetryScale(),
+        housekeeping: Housekeeping = Housekeeping()
     ) async throws(StoreError) -> Daemon {
         let metricsRegistry = MetricsRegistry()
         let metrics = metricsRegistry.server
@@ -79,17 +101,18 @@ public final class Daemon: Sendable {
             })
         return Daemon(
             config: config, store: store, storeLock: storeLock, logger: logger, notifier: notifier, metricsRegistry: metricsRegistry,
-            deliveryRetryScale: deliveryRetryScale)
+            deliveryRetryScale: deliveryRetryScale, housekeeping: housekeeping)
     }
 
     private init(
         config: IPNDConfig, store: any Store, storeLock: StoreLock?, logger: Logger, notifier: SystemdNotifier,
-        metricsRegistry: MetricsRegistry, deliveryRetryScale: Double
+        metricsRegistry: MetricsRegistry, deliveryRetryScale: Double, housekeeping: Housekeeping
     ) {
         self.config = config
         self.store = store
         self.storeLock = storeLock
         self.deliveryRetryScale = deliveryRetryScale
+        self.housekeeping = housekeeping
         self.logger = logger
         self.notifier = notifier
         self.metricsRegistry = metricsRegistry
@@ -119,7 +142,12 @@ public final class Daemon: Sendable {
             store: store, targets: config.deliveries, logger: logger, metrics: deliveryMetrics, userAgent: "ipnd/\(BuildInfo.version)",
             retryScale: deliveryRetryScale)
         let health = HealthEndpoints(store: store, logger: logger)
-        let endpoint = ProviderEndpoint(config: config, store: store, logger: logger, metrics: metrics, tally: tally)
+        let budget = RejectedStoreBudget(perWindow: config.server.rejectedStorePerMinute, window: housekeeping.budgetWindow)
+        let endpoint = ProviderEndpoint(
+            config: config, store: store, logger: logger, metrics: metrics, tally: tally, budget: budget, now: housekeeping.now)
+        let retention = RetentionService(
+            store: store, retention: config.store.retention, logger: logger,
+            schedule: RetentionService.Schedule(interval: housekeeping.retentionInterval), now: housekeeping.now)
         let metrics = metrics
         let providerApp = Application(
             router: Routes.providerRouter(endpoint: endpoint, health: health),
@@ -163,6 +191,8 @@ public final class Daemon: Sendable {
             services: [
                 // Stopped last: after the listeners, while the store is still open.
                 .init(service: deliveries),
+                .init(service: retention),
+                .init(service: RejectedStoreBudgetReporter(budget: budget, logger: logger, now: housekeeping.now)),
                 .init(service: Listener(
                     application: providerApp, section: "server", host: config.server.host, port: config.server.port,
                     isBound: { [self] in state.withLock { $0.providerPort != nil } })),
@@ -198,6 +228,7 @@ public final class Daemon: Sendable {
             try await group.run()
         } catch {
             _ = try? await store.close()
+            storeLock?.release()
             throw error
         }
         if let checkpointFailure = try await store.close() {
@@ -205,6 +236,7 @@ public final class Daemon: Sendable {
             logger.warning("store closed without its final checkpoint; what was committed stays in the WAL, read at the next start",
                            metadata: ["store": "\(store.location)", "error": "\(checkpointFailure)"])
         }
+        storeLock?.release()
         logger.info("stopped", metadata: ["store": "\(store.location)"])
     }
 

@@ -40,6 +40,11 @@ public protocol StoreReading: Sendable {
     func notification(id: Int64, includeRaw: Bool) async throws(StoreError) -> NotificationRecord?
     /// The deliveries of the events of order `orderID` (`OrderRecord.id`), newest first.
     func deliveries(orderID: Int64) async throws(StoreError) -> [DeliveryRecord]
+
+    /// Stored `rejected` notifications matching `selection`, ascending by id, at most
+    /// `selection.limit`: each with its request as kept (target, headers, body) and the
+    /// notifications `notifications reverify` already recorded from it (`reverified_from`).
+    func rejectedRequests(_ selection: RejectedSelection) async throws(StoreError) -> [RejectedRequest]
 }
 
 /// The store the daemon writes: one notification, one expectation, one delivery outcome at a
@@ -47,6 +52,11 @@ public protocol StoreReading: Sendable {
 public protocol Store: StoreReading {
     /// Records `entry` through the one write path and returns its verdict once committed.
     func record(_ entry: InboxEntry) async throws(StoreError) -> RecordOutcome
+    /// What `record(entry)` would conclude if it ran now, writing nothing: the facts are read
+    /// and `RecordingPlanner` decides inside one read transaction (a dry run of
+    /// `notifications reverify`). The outcome's `notificationID` is 0; `eventsWritten` counts
+    /// the events the write would make.
+    func plan(_ entry: InboxEntry) async throws(StoreError) -> RecordOutcome
     /// Registers the amount and currency `orderRef` must be paid with, creating the order in
     /// state `expected` when it is not known yet.
     func setExpectation(provider: String, account: String, orderRef: String, amount: Money) async throws(StoreError)
@@ -75,6 +85,17 @@ public protocol Store: StoreReading {
     func resumeTarget(_ target: String, now: String) async throws(StoreError) -> Int
     /// Puts deliveries back to pending for an immediate attempt; returns how many.
     func retryDeliveries(_ selection: DeliveryRetrySelection, now: String) async throws(StoreError) -> Int
+
+    /// Retention: removes, in one short write transaction, up to `limit` `rejected`
+    /// notifications received before `receivedBefore` (`Timestamp` text), oldest first. No
+    /// other verdict is ever removed. Returns how many were.
+    func pruneRejected(receivedBefore: String, limit: Int) async throws(StoreError) -> Int
+    /// Retention: in one short write transaction, examines up to `limit` events with a seq above
+    /// `afterSeq` that occurred before `occurredBefore`, in seq order, and removes those whose
+    /// deliveries are all `delivered` or `failed` (with those deliveries); an event still owed
+    /// to a target stays. `events_pruned_through` rises to the highest seq removed, so the
+    /// feed answers 410 to a reader after an older seq.
+    func pruneEvents(occurredBefore: String, afterSeq: Int64, limit: Int) async throws(StoreError) -> EventPruning
 
     /// Where the store is, for logs: a file path, or the database's address (never a password).
     var location: String { get }

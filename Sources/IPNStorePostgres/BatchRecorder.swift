@@ -31,6 +31,21 @@ struct BatchRecorder {
     func record(_ jobs: [WriteJob]) async throws -> [WriteResult] {
         try await lock(jobs)
         let (notificationIDs, orderIDs) = try await allocateIDs(notifications: jobs.count, orders: jobs.count)
+        let (planned, results) = try await plan(jobs, notificationIDs: notificationIDs, orderIDs: orderIDs, lockRows: true)
+        try await write(planned)
+        return results
+    }
+
+    /// What `record` would answer for `jobs`, read without locks and written nowhere (the dry
+    /// run of `notifications reverify`): new rows get id 0.
+    func preview(_ jobs: [WriteJob]) async throws -> [WriteResult] {
+        let zeros = Array(repeating: Int64(0), count: jobs.count)
+        return try await plan(jobs, notificationIDs: zeros, orderIDs: zeros, lockRows: false).results
+    }
+
+    private func plan(
+        _ jobs: [WriteJob], notificationIDs: [Int64], orderIDs: [Int64], lockRows: Bool
+    ) async throws -> (planned: [(plan: WritePlan, notificationID: Int64?, orderID: Int64?)], results: [WriteResult]) {
         var needed = FactsNeeded()
         for job in jobs {
             switch job {
@@ -38,7 +53,7 @@ struct BatchRecorder {
             case .expectation(let scope, let orderRef, _): needed.addExpectation(scope: scope, orderRef: orderRef)
             }
         }
-        let facts = try await read(needed)
+        let facts = try await read(needed, lockRows: lockRows)
 
         let planner = RecordingPlanner(now: now, routes: routes)
         var planned: [(plan: WritePlan, notificationID: Int64?, orderID: Int64?)] = []
@@ -79,8 +94,7 @@ struct BatchRecorder {
                 results.append(.recorded(outcome))
             }
         }
-        try await write(planned)
-        return results
+        return (planned, results)
     }
 
     // MARK: Locks and ids
@@ -127,7 +141,8 @@ struct BatchRecorder {
 
     // MARK: Reading the facts
 
-    private func read(_ needed: FactsNeeded) async throws -> BatchFacts {
+    private func read(_ needed: FactsNeeded, lockRows: Bool) async throws -> BatchFacts {
+        let forUpdate = lockRows ? "FOR UPDATE" : ""
         let facts = BatchFacts()
         if !needed.dedupKeys.isEmpty {
             let keys = Array(needed.dedupKeys)
@@ -162,7 +177,7 @@ struct BatchRecorder {
                 FROM unnest(\(p)::text[], \(a)::text[], \(r)::text[]) AS wanted (provider, account, order_ref)
                 JOIN orders o ON o.provider = wanted.provider AND o.account = wanted.account AND o.order_ref = wanted.order_ref
                 ORDER BY o.id
-                FOR UPDATE OF o
+                \(lockRows ? "FOR UPDATE OF o" : "")
                 """)
             var found = Set<FactsNeeded.ScopedKey>()
             for row in try await connection.rows(sql, logger: logger) {
@@ -195,7 +210,7 @@ struct BatchRecorder {
             let missing = linkedOrders.subtracting(facts.readOrders.compactMap(\.id))
             if !missing.isEmpty {
                 var orders = SQL()
-                orders.append("SELECT \(OrderColumns.list) FROM orders WHERE id = ANY(\(orders.bind(missing.sorted()))::bigint[]) ORDER BY id FOR UPDATE")
+                orders.append("SELECT \(OrderColumns.list) FROM orders WHERE id = ANY(\(orders.bind(missing.sorted()))::bigint[]) ORDER BY id \(forUpdate)")
                 for row in try await connection.rows(orders, logger: logger) { facts.setOrder(try OrderColumns.stored(row)) }
             }
         }

@@ -157,6 +157,12 @@ enum PostgresSchema {
             );
             """,
         ]),
+        ("p2: rejected notifications indexed by arrival; notifications by the rejected one they were reverified from", [
+            """
+            CREATE INDEX notifications_rejected_by_received_at ON notifications (received_at) WHERE verdict = 'rejected';
+            CREATE INDEX notifications_by_reverified_from ON notifications (reverified_from) WHERE reverified_from IS NOT NULL;
+            """,
+        ]),
     ]
 
     /// Brings the database to this version's schema, under the migration lock; refuses one a

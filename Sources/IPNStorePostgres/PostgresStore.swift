@@ -96,6 +96,9 @@ public final class PostgresStore: Store {
         self.routes.withLock { $0 = routes }
     }
 
+    /// The delivery routes events are written with now.
+    var routesNow: [DeliveryRoute] { routes.withLock { $0 } }
+
     /// Makes sure every configured target has its row (pause state, the console's list).
     public func registerDeliveryTargets(_ names: [String]) async throws(StoreError) {
         guard !names.isEmpty else { return }

@@ -220,4 +220,8 @@ public final class SQLiteReadOnlyStore: StoreReading {
     public func deliveries(orderID: Int64) async throws(StoreError) -> [DeliveryRecord] {
         try read { db in try DeliveryQueries.forOrder(db, orderID: orderID) }
     }
+
+    public func rejectedRequests(_ selection: RejectedSelection) async throws(StoreError) -> [RejectedRequest] {
+        try read { db in try RejectedQueries.requests(db, selection) }
+    }
 }

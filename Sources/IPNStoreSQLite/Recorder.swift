@@ -8,17 +8,21 @@ import IPNStore
 /// planner's; this file only reads and writes rows.
 enum Recorder {
     static func record(_ prepared: PreparedEntry, in tx: WriteContext) throws -> RecordOutcome {
+        try write(plan(prepared, in: tx), in: tx)
+    }
+
+    /// Reads the entry's facts and lets `RecordingPlanner` decide, writing nothing: inside the
+    /// writer's transaction before `write`, or alone in a read transaction for a dry run.
+    static func plan(_ prepared: PreparedEntry, in tx: WriteContext) throws -> WritePlan {
         let planner = RecordingPlanner(now: tx.now, routes: tx.routes)
-        let plan: WritePlan
         switch prepared.entry {
         case .rejected(let request, let rejection):
-            plan = planner.plan(rejected: request, rejection)
+            return planner.plan(rejected: request, rejection)
         case .verified(let request, let notification):
             let scope = Scope(provider: request.provider, account: request.account)
             let facts = try RecordingFacts.read(for: notification, scope: scope, from: SQLiteFactsReader(tx: tx))
-            plan = planner.plan(verified: request, notification, detailJSON: prepared.detailJSON, facts: facts)
+            return planner.plan(verified: request, notification, detailJSON: prepared.detailJSON, facts: facts)
         }
-        return try write(plan, in: tx)
     }
 
     /// Registers the amount and currency `orderRef` must be paid with.

@@ -72,6 +72,16 @@ public final class SQLiteDatabase: Sendable {
         }
     }
 
+    /// Runs `body` in a write transaction of its own, outside the group-commit writer (a store
+    /// copy, with no daemon running).
+    public func write<T: Sendable>(_ body: @Sendable (Database) throws -> T) async throws(StoreError) -> T {
+        do {
+            return try await pool.write(body)
+        } catch {
+            throw StoreError(error, doing: "write")
+        }
+    }
+
     /// Checkpoints the WAL into the main file and closes all connections. A checkpoint that
     /// cannot run (another process holds the lock, the disk is full) loses nothing: what was
     /// committed stays in the WAL, which the next open reads. It is returned for the log.

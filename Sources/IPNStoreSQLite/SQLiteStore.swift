@@ -50,6 +50,16 @@ public final class SQLiteStore: Store {
         return try await writer.submit { tx in try Recorder.record(prepared, in: tx) }
     }
 
+    public func plan(_ entry: InboxEntry) async throws(StoreError) -> RecordOutcome {
+        let prepared = PreparedEntry(entry)
+        let routes = writer.routes.withLock { $0 }
+        let now = Timestamp.format(epochMilliseconds: Int64(Date().timeIntervalSince1970 * 1000))
+        // The writer's own reads and decision, on a reader connection: nothing can be written.
+        return try await database.read { db in
+            try Recorder.plan(prepared, in: WriteContext(db: db, now: now, statements: WriteStatements(db), routes: routes)).outcome
+        }
+    }
+
     public func setExpectation(provider: String, account: String, orderRef: String, amount: Money) async throws(StoreError)
         -> ExpectationOutcome
     {
@@ -137,6 +147,18 @@ public final class SQLiteStore: Store {
         return count
     }
 
+    // MARK: Retention
+
+    public func pruneRejected(receivedBefore: String, limit: Int) async throws(StoreError) -> Int {
+        try await writer.submit { tx in try RetentionQueries.pruneRejected(tx.db, receivedBefore: receivedBefore, limit: limit) }
+    }
+
+    public func pruneEvents(occurredBefore: String, afterSeq: Int64, limit: Int) async throws(StoreError) -> EventPruning {
+        try await writer.submit { tx in
+            try RetentionQueries.pruneEvents(tx.db, occurredBefore: occurredBefore, afterSeq: afterSeq, limit: limit)
+        }
+    }
+
     /// Leases left by a process that ended (the store lock says no other daemon runs): due
     /// again at once rather than when the lease runs out.
     public func releaseAbandonedLeases() async throws(StoreError) {
@@ -199,5 +221,9 @@ public final class SQLiteStore: Store {
 
     public func deliveries(orderID: Int64) async throws(StoreError) -> [DeliveryRecord] {
         try await database.read { db in try DeliveryQueries.forOrder(db, orderID: orderID) }
+    }
+
+    public func rejectedRequests(_ selection: RejectedSelection) async throws(StoreError) -> [RejectedRequest] {
+        try await database.read { db in try RejectedQueries.requests(db, selection) }
     }
 }

@@ -246,6 +246,17 @@ enum Schema {
                 CREATE INDEX orders_by_account ON orders(provider, account, id);
                 """)
         }
+        migrator.registerMigration("v7: rejected notifications indexed by arrival; notifications by the rejected one they were reverified from") { db in
+            // Retention finds the rejected rows older than its cutoff, oldest first, without
+            // reading the authentic ones; `notifications reverify` finds what it already recorded
+            // from each rejected row. Both partial: the indexes cost only the rows they cover.
+            try db.execute(sql: """
+                CREATE INDEX notifications_rejected_by_received_at ON notifications(received_at)
+                    WHERE verdict = 'rejected';
+                CREATE INDEX notifications_by_reverified_from ON notifications(reverified_from)
+                    WHERE reverified_from IS NOT NULL;
+                """)
+        }
         return migrator
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import IPNCore
 import IPNStore
 #if canImport(Glibc)
 import Glibc
@@ -44,8 +45,20 @@ public final class StoreLock: Sendable {
         self.descriptor = descriptor
     }
 
+    /// Gives the lock up (the daemon stopped and closed the store); at the latest when this
+    /// object goes.
+    public func release() {
+        released.withLock { released in
+            guard !released else { return }
+            released = true
+            close(descriptor)
+        }
+    }
+
+    private let released = Locked(false)
+
     deinit {
-        close(descriptor)
+        release()
     }
 
     /// A `serve` started by root (by hand, during an upgrade) would otherwise leave a lock file

@@ -1,4 +1,5 @@
 import Foundation
+import IPNTestSupport
 import IPNCore
 import Testing
 
@@ -7,12 +8,12 @@ private let testRetryScale = 0.002
 
 @Suite("Push delivery to a receiver of the merchant's (issue 30)", .serialized)
 struct DeliveryTests {
-    @Test("every delivered request verifies with the Standard Webhooks library, with each of two rotated secrets; the body is the feed's event")
-    func signatures() async throws {
+    @Test("every delivered request verifies with the Standard Webhooks library, with each of two rotated secrets; the body is the feed's event", arguments: Backend.allCases)
+    func signatures(backend: Backend) async throws {
         let secrets = [WebhookReceiver.newSecret(), WebhookReceiver.newSecret()]
         let receiver = try WebhookReceiver(secrets: secrets, keepBodies: true)
         defer { receiver.stop() }
-        let daemon = try await TestDaemon.start(extraYAML: deliveriesYAML(url: receiver.url, secrets: secrets))
+        let daemon = try await TestDaemon.start(backend: backend, extraYAML: deliveriesYAML(url: receiver.url, secrets: secrets))
         for index in 0..<5 { try await daemon.deliver("unlimint", order: "S-\(index)", status: "COMPLETED") }
         let requests = try await receiver.wait(timeout: 20) { Set($0.map(\.seq)).count == 5 }
         #expect(Set(requests.map(\.seq)) == Set(1...5))
@@ -40,7 +41,7 @@ struct DeliveryTests {
         // A receiver that knows only one of the two secrets still verifies.
         let onlyNew = try WebhookReceiver(secrets: [secrets[1]])
         defer { onlyNew.stop() }
-        let second = try await TestDaemon.start(extraYAML: deliveriesYAML(url: onlyNew.url, secrets: secrets))
+        let second = try await TestDaemon.start(backend: backend, extraYAML: deliveriesYAML(url: onlyNew.url, secrets: secrets))
         try await second.deliver("unlimint", order: "S-new", status: "COMPLETED")
         let got = try await onlyNew.wait(timeout: 20) { !$0.isEmpty }
         #expect(got.first?.verified == [true])
@@ -48,12 +49,13 @@ struct DeliveryTests {
         try await daemon.stop()
     }
 
-    @Test("a receiver failing 30 % of attempts (500s, resets, timeouts), 200 orders of 4 events: each arrives, per order in seq order, one webhook-id per event")
-    func flakyReceiver() async throws {
+    @Test("a receiver failing 30 % of attempts (500s, resets, timeouts), 200 orders of 4 events: each arrives, per order in seq order, one webhook-id per event", arguments: Backend.allCases)
+    func flakyReceiver(backend: Backend) async throws {
         let secret = WebhookReceiver.newSecret()
         let receiver = try WebhookReceiver(secrets: [secret], mode: "flaky", arguments: ["--fail-rate", "0.3", "--hang", "3"])
         defer { receiver.stop() }
         let daemon = try await TestDaemon.start(
+            backend: backend,
             extraYAML: deliveriesYAML(url: receiver.url, secrets: [secret], extra: "max_in_flight: 32"),
             deliveryRetryScale: testRetryScale)
         let orders = 200
@@ -97,12 +99,13 @@ struct DeliveryTests {
         try await daemon.stop()
     }
 
-    @Test("Retry-After on a 429 is waited out, though the schedule's own wait is shorter")
-    func retryAfter() async throws {
+    @Test("Retry-After on a 429 is waited out, though the schedule's own wait is shorter", arguments: Backend.allCases)
+    func retryAfter(backend: Backend) async throws {
         let secret = WebhookReceiver.newSecret()
         let receiver = try WebhookReceiver(secrets: [secret], mode: "retry-after", arguments: ["--retry-after", "2"])
         defer { receiver.stop() }
         let daemon = try await TestDaemon.start(
+            backend: backend,
             extraYAML: deliveriesYAML(url: receiver.url, secrets: [secret]), deliveryRetryScale: testRetryScale)
         try await daemon.deliver("unlimint", order: "RA-1", status: "COMPLETED")
         let requests = try await receiver.wait(timeout: 20) { $0.contains { $0.answer == "200" } }
@@ -114,12 +117,13 @@ struct DeliveryTests {
         try await daemon.stop()
     }
 
-    @Test("a 410 pauses the target: nothing more is sent, nothing is lost; deliveries resume sends the backlog in order")
-    func goneAndResume() async throws {
+    @Test("a 410 pauses the target: nothing more is sent, nothing is lost; deliveries resume sends the backlog in order", arguments: Backend.allCases)
+    func goneAndResume(backend: Backend) async throws {
         let secret = WebhookReceiver.newSecret()
         let receiver = try WebhookReceiver(secrets: [secret], mode: "gone")
         defer { receiver.stop() }
         let daemon = try await TestDaemon.start(
+            backend: backend,
             extraYAML: deliveriesYAML(url: receiver.url, secrets: [secret]), deliveryRetryScale: testRetryScale)
         try await daemon.deliver("unlimint", order: "G-1", status: "COMPLETED")
         _ = try await receiver.wait(timeout: 20) { !$0.isEmpty }
@@ -139,11 +143,12 @@ struct DeliveryTests {
         try await daemon.stop()
     }
 
-    @Test("a receiver down for the first half: providers' answers keep their latency, and the backlog drains once it is back")
-    func receiverDown() async throws {
+    @Test("a receiver down for the first half: providers' answers keep their latency, and the backlog drains once it is back", arguments: Backend.allCases)
+    func receiverDown(backend: Backend) async throws {
         let secret = WebhookReceiver.newSecret()
         let port = try WebhookReceiver.freePort()
         let daemon = try await TestDaemon.start(
+            backend: backend,
             extraYAML: deliveriesYAML(url: "http://127.0.0.1:\(port)/hooks", secrets: [secret]), deliveryRetryScale: testRetryScale)
         var latencies: [Duration] = []
         for index in 0..<100 {
@@ -176,8 +181,8 @@ struct DeliveryTests {
 
 @Suite("The README's example receiver (issue 30)")
 struct ExampleReceiverTests {
-    @Test("tools/example_receiver.py, shown whole in the README, keeps an orders table by seq from real deliveries")
-    func exampleReceiver() async throws {
+    @Test("tools/example_receiver.py, shown whole in the README, keeps an orders table by seq from real deliveries", arguments: Backend.allCases)
+    func exampleReceiver(backend: Backend) async throws {
         let source = try String(contentsOf: repositoryRoot.appendingPathComponent("tools/example_receiver.py"), encoding: .utf8)
         let readme = try String(contentsOf: repositoryRoot.appendingPathComponent("README.md"), encoding: .utf8)
         #expect(readme.contains("```python\n" + source + "```"), "the README shows tools/example_receiver.py as it is")
@@ -198,6 +203,7 @@ struct ExampleReceiverTests {
             while process.isRunning { usleep(10_000) }
         }
         let daemon = try await TestDaemon.start(
+            backend: backend,
             extraYAML: deliveriesYAML(url: "http://127.0.0.1:\(port)/hooks/ipnd", secrets: [secret]), deliveryRetryScale: testRetryScale)
         for status in ["NEW", "COMPLETED"] { try await daemon.deliver("unlimint", order: "EX-1", status: status) }
         try await daemon.deliver("unlimint", order: "EX-2", status: "NEW")

@@ -1,4 +1,5 @@
 import Foundation
+import IPNTestSupport
 import GRDB
 import IPNCore
 import Testing
@@ -12,9 +13,9 @@ enum SpecEventFields {
 
 @Suite("The order-event feed over HTTP and the CLI (issue 30)", .serialized)
 struct EventFeedHTTPTests {
-    @Test("GET /api/v1/events: each applied change once, with the order as orders show printed it; the CLI prints the same bytes")
-    func feed() async throws {
-        let daemon = try await TestDaemon.start()
+    @Test("GET /api/v1/events: each applied change once, with the order as orders show printed it; the CLI prints the same bytes", arguments: Backend.allCases)
+    func feed(backend: Backend) async throws {
+        let daemon = try await TestDaemon.start(backend: backend)
         try await daemon.deliver("unlimint", order: "F-1", status: "IN_PROGRESS", uid: "f1")
         let shownAfterFirst = try await daemon.apiObject("/api/v1/orders/unlimint/F-1")
         try await daemon.deliver("unlimint", order: "F-1", status: "COMPLETED", uid: "f2")
@@ -64,9 +65,9 @@ struct EventFeedHTTPTests {
         try await daemon.stop()
     }
 
-    @Test("after, limit, filters and next_after; bad parameters are 400")
-    func parameters() async throws {
-        let daemon = try await TestDaemon.start()
+    @Test("after, limit, filters and next_after; bad parameters are 400", arguments: Backend.allCases)
+    func parameters(backend: Backend) async throws {
+        let daemon = try await TestDaemon.start(backend: backend)
         for index in 0..<3 {
             try await daemon.deliver("unlimint", order: "U-\(index)", status: "COMPLETED")
             try await daemon.deliver("citcon", order: "C-\(index)", status: "success")
@@ -90,9 +91,9 @@ struct EventFeedHTTPTests {
         try await daemon.stop()
     }
 
-    @Test("long poll: a new event is answered within a second of its commit; with none, after the wait, empty")
-    func longPoll() async throws {
-        let daemon = try await TestDaemon.start()
+    @Test("long poll: a new event is answered within a second of its commit; with none, after the wait, empty", arguments: Backend.allCases)
+    func longPoll(backend: Backend) async throws {
+        let daemon = try await TestDaemon.start(backend: backend)
         let started = ContinuousClock.now
         let empty = try await daemon.apiObject("/api/v1/events?wait=1")
         #expect(ContinuousClock.now - started >= .milliseconds(900))
@@ -111,17 +112,12 @@ struct EventFeedHTTPTests {
         try await daemon.stop()
     }
 
-    @Test("an after older than what retention kept answers 410 with oldest_seq")
-    func pruned() async throws {
-        let daemon = try await TestDaemon.start()
+    @Test("an after older than what retention kept answers 410 with oldest_seq", arguments: Backend.allCases)
+    func pruned(backend: Backend) async throws {
+        let daemon = try await TestDaemon.start(backend: backend)
         for index in 0..<3 { try await daemon.deliver("unlimint", order: "R-\(index)", status: "COMPLETED") }
         // As retention leaves the store having removed events 1 and 2.
-        let queue = try DatabaseQueue(path: daemon.config.store.path)
-        try await queue.write { db in
-            try db.execute(sql: "DELETE FROM events WHERE seq <= 2")
-            try db.execute(sql: "INSERT INTO store_meta (key, value) VALUES ('events_pruned_through', '2')")
-        }
-        try queue.close()
+        try daemon.execute("DELETE FROM events WHERE seq <= 2; INSERT INTO store_meta (key, value) VALUES ('events_pruned_through', '2')")
         let gone = try await daemon.api("/api/v1/events?after=1")
         #expect(gone.status == 410)
         let body = try parseJSONObject(gone.text)
@@ -134,9 +130,9 @@ struct EventFeedHTTPTests {
         try await daemon.stop()
     }
 
-    @Test("events tail prints what commits while it runs, once each, in seq order")
-    func tail() async throws {
-        let daemon = try await TestDaemon.start()
+    @Test("events tail prints what commits while it runs, once each, in seq order", arguments: Backend.allCases)
+    func tail(backend: Backend) async throws {
+        let daemon = try await TestDaemon.start(backend: backend)
         try await daemon.deliver("unlimint", order: "T-0", status: "COMPLETED")
         async let tailed = ipnd(["events", "tail", "--config", daemon.configPath, "--format", "json"], timeout: 4)
         try await Task.sleep(for: .milliseconds(800))

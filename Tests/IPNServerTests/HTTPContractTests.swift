@@ -220,7 +220,9 @@ struct HTTPContractTests {
             try await Task.sleep(for: .milliseconds(50))
         }
         #expect(try daemon.verdicts() == ["rejected"])
-        #expect(try daemon.count("SELECT COUNT(*) FROM notifications WHERE reason = 'incomplete_body' AND body = ?", [Data(body)]) == 1)
+        #expect(try daemon.query { db in
+            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM notifications WHERE reason = 'incomplete_body' AND body = ?", arguments: [Data(body)])
+        } == 1)
         let detail = try daemon.query { db in try String.fetchOne(db, sql: "SELECT reason_detail FROM notifications") }
         #expect(detail == "the body ended after \(body.count) bytes of \(body.count + 10) declared")
         #expect(try daemon.orderState("D-1") == nil)

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import IPNTestSupport
 import IPNCore
 import NIOCore
 import NIOHTTP1
@@ -7,9 +8,9 @@ import Testing
 
 @Suite("Ops API: bearer auth, orders, notifications, expectations, pagination (issue 4)")
 struct OpsAPITests {
-    @Test("no, wrong or malformed token is 401 with WWW-Authenticate: Bearer; health and metrics need none")
-    func authentication() async throws {
-        let daemon = try await TestDaemon.start()
+    @Test("no, wrong or malformed token is 401 with WWW-Authenticate: Bearer; health and metrics need none", arguments: Backend.allCases)
+    func authentication(backend: Backend) async throws {
+        let daemon = try await TestDaemon.start(backend: backend)
         try await daemon.deliver("unlimint", order: "AUTH-1", status: "COMPLETED")
         let guarded = ["/api/v1/orders", "/api/v1/notifications", "/api/v1/orders/unlimint/AUTH-1", "/api/v1/no-such-endpoint"]
         for path in guarded {
@@ -64,9 +65,9 @@ struct OpsAPITests {
         try await daemon.stop()
     }
 
-    @Test("the router skips empty path segments, so the token check does too: //api/v1/... is the API")
-    func emptySegmentsDoNotBypassTheToken() async throws {
-        let daemon = try await TestDaemon.start()
+    @Test("the router skips empty path segments, so the token check does too: //api/v1/... is the API", arguments: Backend.allCases)
+    func emptySegmentsDoNotBypassTheToken(backend: Backend) async throws {
+        let daemon = try await TestDaemon.start(backend: backend)
         try await OrderLifecycleHTTPTests.unlimint(daemon, UnlimintRequests.body(order: "AUTH-9", id: "p9", status: "COMPLETED"))
         for path in ["//api/v1/orders", "///api/v1/notifications?include=raw", "//api/v1/orders/unlimint/AUTH-9?include=raw",
                      "/api//v1/orders", "//API/v1/orders"] {
@@ -87,9 +88,9 @@ struct OpsAPITests {
         try await daemon.stop()
     }
 
-    @Test("a refused request's body is not read: 401 at once, then the connection is closed")
-    func refusedBodyNotRead() async throws {
-        let daemon = try await TestDaemon.start()
+    @Test("a refused request's body is not read: 401 at once, then the connection is closed", arguments: Backend.allCases)
+    func refusedBodyNotRead(backend: Backend) async throws {
+        let daemon = try await TestDaemon.start(backend: backend)
         // Claims 50 MB and sends a little: the 401 comes at once, not at the request deadline.
         let put = Array(("PUT /api/v1/orders/unlimint/BIG-1/expectation HTTP/1.1\r\nHost: 127.0.0.1\r\n"
             + "Content-Type: application/json\r\nContent-Length: 50000000\r\n\r\n{\"amount\":").utf8)
@@ -108,9 +109,9 @@ struct OpsAPITests {
         try await daemon.stop()
     }
 
-    @Test("with no tokens configured the API refuses everyone")
-    func noTokensConfigured() async throws {
-        let daemon = try await TestDaemon.start(opsTokens: [])
+    @Test("with no tokens configured the API refuses everyone", arguments: Backend.allCases)
+    func noTokensConfigured(backend: Backend) async throws {
+        let daemon = try await TestDaemon.start(backend: backend, opsTokens: [])
         for token in [TestDaemon.opsToken, "", "anything"] {
             let answer = try await daemon.api("/api/v1/orders", token: token)
             #expect(answer.status == 401)
@@ -121,9 +122,9 @@ struct OpsAPITests {
         try await daemon.stop()
     }
 
-    @Test("GET /api/v1/orders: the fields of product.md, newest first, every filter")
-    func listOrders() async throws {
-        let daemon = try await TestDaemon.start()
+    @Test("GET /api/v1/orders: the fields of product.md, newest first, every filter", arguments: Backend.allCases)
+    func listOrders(backend: Backend) async throws {
+        let daemon = try await TestDaemon.start(backend: backend)
         try await daemon.deliver("unlimint", order: "L-1", status: "COMPLETED")
         try await daemon.deliver("alipay", order: "L-2", status: "F", amount: Money(minor: 4200, currency: "SGD"))
         try await daemon.deliver("citcon", order: "L-3", status: "success")
@@ -177,9 +178,9 @@ struct OpsAPITests {
         try await daemon.stop()
     }
 
-    @Test("GET /api/v1/orders/{provider}/{order_ref}: transitions, notifications, raw bodies on request, 404")
-    func showOrder() async throws {
-        let daemon = try await TestDaemon.start()
+    @Test("GET /api/v1/orders/{provider}/{order_ref}: transitions, notifications, raw bodies on request, 404", arguments: Backend.allCases)
+    func showOrder(backend: Backend) async throws {
+        let daemon = try await TestDaemon.start(backend: backend)
         let request = try daemon.simulated("unlimint", order: "S-1", status: "IN_PROGRESS", amount: Money(minor: 1000, currency: "USD"),
                                            uid: "pay-1")
         #expect(try await daemon.post(request).status == 200)
@@ -232,9 +233,9 @@ struct OpsAPITests {
         try await daemon.stop()
     }
 
-    @Test("GET /api/v1/notifications: verdict, provider and account filters; rejected ones with their reason")
-    func listNotifications() async throws {
-        let daemon = try await TestDaemon.start()
+    @Test("GET /api/v1/notifications: verdict, provider and account filters; rejected ones with their reason", arguments: Backend.allCases)
+    func listNotifications(backend: Backend) async throws {
+        let daemon = try await TestDaemon.start(backend: backend)
         try await daemon.deliver("unlimint", order: "N-1", status: "COMPLETED")
         try await daemon.deliver("citcon", order: "N-2", status: "success")
         let forged = UnlimintRequests.body(order: "N-3", id: "f", status: "COMPLETED")
@@ -259,9 +260,9 @@ struct OpsAPITests {
         try await daemon.stop()
     }
 
-    @Test("cursor pagination: pages add up to the whole list, in order, without repeats")
-    func pagination() async throws {
-        let daemon = try await TestDaemon.start()
+    @Test("cursor pagination: pages add up to the whole list, in order, without repeats", arguments: Backend.allCases)
+    func pagination(backend: Backend) async throws {
+        let daemon = try await TestDaemon.start(backend: backend)
         for index in 1...7 { try await daemon.deliver("unlimint", order: "P-\(index)", status: "COMPLETED") }
         let orders = try await daemon.allPages("/api/v1/orders", limit: 3)
         #expect(orders.pageSizes == [3, 3, 1])
@@ -276,9 +277,9 @@ struct OpsAPITests {
         try await daemon.stop()
     }
 
-    @Test("pagination is stable while notifications keep arriving")
-    func paginationUnderConcurrentInserts() async throws {
-        let daemon = try await TestDaemon.start()
+    @Test("pagination is stable while notifications keep arriving", arguments: Backend.allCases)
+    func paginationUnderConcurrentInserts(backend: Backend) async throws {
+        let daemon = try await TestDaemon.start(backend: backend)
         for index in 1...20 { try await daemon.deliver("unlimint", order: "C-\(index)", status: "COMPLETED") }
         let before = Set(try await daemon.apiObject("/api/v1/orders?limit=1000").objects("items").compactMap { $0.string("order_ref") })
         let beforeNotifications = Set(try await daemon.apiObject("/api/v1/notifications?limit=1000").objects("items").compactMap { $0.int("id") })
@@ -306,9 +307,9 @@ struct OpsAPITests {
         try await daemon.stop()
     }
 
-    @Test("PUT expectation 12.34 USD; a paid notification for 12.00 USD is a mismatch: flagged, acknowledged, no transition")
-    func mismatch() async throws {
-        let daemon = try await TestDaemon.start()
+    @Test("PUT expectation 12.34 USD; a paid notification for 12.00 USD is a mismatch: flagged, acknowledged, no transition", arguments: Backend.allCases)
+    func mismatch(backend: Backend) async throws {
+        let daemon = try await TestDaemon.start(backend: backend)
         let put = try await daemon.send(.PUT, ops: "/api/v1/orders/unlimint/M-1/expectation",
                                         body: #"{"account":"default","amount":"12.34","currency":"USD"}"#)
         #expect(put.status == 200, "\(put.text)")
@@ -349,9 +350,9 @@ struct OpsAPITests {
         try await daemon.stop()
     }
 
-    @Test("PUT expectation on an order already known keeps its state; bad bodies are 400, unknown accounts 404")
-    func expectationErrors() async throws {
-        let daemon = try await TestDaemon.start()
+    @Test("PUT expectation on an order already known keeps its state; bad bodies are 400, unknown accounts 404", arguments: Backend.allCases)
+    func expectationErrors(backend: Backend) async throws {
+        let daemon = try await TestDaemon.start(backend: backend)
         try await daemon.deliver("unlimint", order: "E-1", status: "IN_PROGRESS")
         let put = try await daemon.send(.PUT, ops: "/api/v1/orders/unlimint/E-1/expectation", body: #"{"amount":"10.00","currency":"USD"}"#)
         #expect(put.status == 200)

@@ -1,4 +1,5 @@
 import Foundation
+import IPNTestSupport
 import GRDB
 import IPNCore
 import Testing
@@ -14,12 +15,10 @@ struct OrderLifecycleHTTPTests {
     }
 
     static func transitions(_ daemon: TestDaemon, _ orderRef: String, provider: String = "unlimint") throws -> [Transition] {
-        try daemon.query { db in
-            try Row.fetchAll(db, sql: """
-                SELECT t.from_state, t.to_state FROM transitions t JOIN orders o ON o.id = t.order_id
-                WHERE o.provider = ? AND o.order_ref = ? ORDER BY t.id
-                """, arguments: [provider, orderRef]).map { Transition(from: $0[0], to: $0[1]) }
-        }
+        try daemon.rows("""
+            SELECT t.from_state, t.to_state FROM transitions t JOIN orders o ON o.id = t.order_id
+            WHERE o.provider = ? AND o.order_ref = ? ORDER BY t.id
+            """, [provider, orderRef]).map { Transition(from: $0[0], to: $0.count > 1 ? $0[1] ?? "" : "") }
     }
 
     static func unlimint(_ daemon: TestDaemon, _ body: [UInt8]) async throws {
@@ -39,9 +38,9 @@ struct OrderLifecycleHTTPTests {
         Array(#"{"callback_time":"2026-11-21T09:30:06.828Z","merchant_order":{"id":"\#(order)"},"payout_data":{"id":"\#(id)","status":"COMPLETED","amount":2.50,"currency":"USD"}}"#.utf8)
     }
 
-    @Test("a payout for an unseen order is recorded and creates the order, pending, with no transition; the first payment notification, pending included, applies from null")
-    func recordedCreatesTheOrder() async throws {
-        let daemon = try await TestDaemon.start()
+    @Test("a payout for an unseen order is recorded and creates the order, pending, with no transition; the first payment notification, pending included, applies from null", arguments: Backend.allCases)
+    func recordedCreatesTheOrder(backend: Backend) async throws {
+        let daemon = try await TestDaemon.start(backend: backend)
         try await Self.unlimint(daemon, Self.payoutBody(order: "LC-1", id: "po-1"))
         #expect(try daemon.verdicts(orderRef: "LC-1") == ["recorded"])
         #expect(try daemon.orderState("LC-1") == "pending")
@@ -67,9 +66,9 @@ struct OrderLifecycleHTTPTests {
         try await daemon.stop()
     }
 
-    @Test("an order named only by an unknown status goes straight to paid, from null")
-    func unknownStatusThenPaid() async throws {
-        let daemon = try await TestDaemon.start()
+    @Test("an order named only by an unknown status goes straight to paid, from null", arguments: Backend.allCases)
+    func unknownStatusThenPaid(backend: Backend) async throws {
+        let daemon = try await TestDaemon.start(backend: backend)
         try await Self.unlimint(daemon, UnlimintRequests.body(order: "LC-5", id: "p5", status: "SOMETHING_NEW", amount: "10.00"))
         #expect(try daemon.verdicts(orderRef: "LC-5") == ["unknown_status"])
         #expect(try Self.transitions(daemon, "LC-5") == [])
@@ -79,9 +78,9 @@ struct OrderLifecycleHTTPTests {
         try await daemon.stop()
     }
 
-    @Test("chargeback, then resolved in the merchant's favour: paid -> charged_back -> paid; a late pending is stale")
-    func chargebackAndReversal() async throws {
-        let daemon = try await TestDaemon.start()
+    @Test("chargeback, then resolved in the merchant's favour: paid -> charged_back -> paid; a late pending is stale", arguments: Backend.allCases)
+    func chargebackAndReversal(backend: Backend) async throws {
+        let daemon = try await TestDaemon.start(backend: backend)
         for (id, status) in [("p", "COMPLETED"), ("p", "CHARGED_BACK"), ("p", "CHARGEBACK_RESOLVED"), ("p", "IN_PROGRESS")] {
             try await Self.unlimint(daemon, UnlimintRequests.body(order: "LC-2", id: id, status: status))
         }
@@ -94,9 +93,9 @@ struct OrderLifecycleHTTPTests {
         try await daemon.stop()
     }
 
-    @Test("with no expectation, a late pending in another currency is stale: no flag, the order's amount unchanged")
-    func lateInAnotherCurrency() async throws {
-        let daemon = try await TestDaemon.start()
+    @Test("with no expectation, a late pending in another currency is stale: no flag, the order's amount unchanged", arguments: Backend.allCases)
+    func lateInAnotherCurrency(backend: Backend) async throws {
+        let daemon = try await TestDaemon.start(backend: backend)
         try await Self.unlimint(daemon, UnlimintRequests.body(order: "LC-7", id: "p7", status: "COMPLETED", amount: "10.00"))
         try await Self.unlimint(daemon, UnlimintRequests.body(order: "LC-7", id: "p7", status: "IN_PROGRESS", amount: "10.00", currency: "EUR"))
         #expect(try daemon.verdicts(orderRef: "LC-7") == ["applied", "stale"])
@@ -107,9 +106,9 @@ struct OrderLifecycleHTTPTests {
         try await daemon.stop()
     }
 
-    @Test("a refund while charged back counts in the total, and the chargeback resolved for the merchant goes back to the refunds")
-    func refundAcrossAChargeback() async throws {
-        let daemon = try await TestDaemon.start()
+    @Test("a refund while charged back counts in the total, and the chargeback resolved for the merchant goes back to the refunds", arguments: Backend.allCases)
+    func refundAcrossAChargeback(backend: Backend) async throws {
+        let daemon = try await TestDaemon.start(backend: backend)
         // The refund arrives during the dispute; had it come before the chargeback the order
         // would end the same way.
         try await Self.unlimint(daemon, UnlimintRequests.body(order: "LC-8", id: "p8", status: "COMPLETED", amount: "10.00"))
@@ -128,9 +127,9 @@ struct OrderLifecycleHTTPTests {
         try await daemon.stop()
     }
 
-    @Test("a payment too late to move the order, for another sum than expected, is stale and still flags the order")
-    func lateUnderpaymentFlags() async throws {
-        let daemon = try await TestDaemon.start()
+    @Test("a payment too late to move the order, for another sum than expected, is stale and still flags the order", arguments: Backend.allCases)
+    func lateUnderpaymentFlags(backend: Backend) async throws {
+        let daemon = try await TestDaemon.start(backend: backend)
         try await Self.expect(daemon, "LC-9", amount: "10.00")
         // The refund comes first; the underpayment it refunds part of arrives after it.
         try await Self.unlimint(daemon, UnlimintRequests.refundBody(order: "LC-9", paymentID: "p9", refundID: "r9", amount: "3.00", remaining: "6.99"))
@@ -148,9 +147,9 @@ struct OrderLifecycleHTTPTests {
         try await daemon.stop()
     }
 
-    @Test("a chargeback in another sum keeps the order's amount; its reversal for another sum than expected is a mismatch")
-    func chargebackAgainstTheExpectation() async throws {
-        let daemon = try await TestDaemon.start()
+    @Test("a chargeback in another sum keeps the order's amount; its reversal for another sum than expected is a mismatch", arguments: Backend.allCases)
+    func chargebackAgainstTheExpectation(backend: Backend) async throws {
+        let daemon = try await TestDaemon.start(backend: backend)
         try await Self.expect(daemon, "LC-6", amount: "10.00")
         try await Self.unlimint(daemon, UnlimintRequests.body(order: "LC-6", id: "p6", status: "COMPLETED", amount: "10.00"))
         try await Self.unlimint(daemon, UnlimintRequests.body(order: "LC-6", id: "p6", status: "CHARGED_BACK", amount: "5.00", currency: "EUR"))
@@ -166,9 +165,9 @@ struct OrderLifecycleHTTPTests {
         try await daemon.stop()
     }
 
-    @Test("a late authorization lifts a failed order to authorized; a late pending after it is stale")
-    func lateAuthorization() async throws {
-        let daemon = try await TestDaemon.start()
+    @Test("a late authorization lifts a failed order to authorized; a late pending after it is stale", arguments: Backend.allCases)
+    func lateAuthorization(backend: Backend) async throws {
+        let daemon = try await TestDaemon.start(backend: backend)
         for status in ["DECLINED", "AUTHORIZED", "DECLINED"] {
             try await Self.unlimint(daemon, UnlimintRequests.body(order: "LC-3", id: "p3", status: status))
         }
@@ -180,9 +179,9 @@ struct OrderLifecycleHTTPTests {
         try await daemon.stop()
     }
 
-    @Test("partial refunds with new refund ids grow the total; a redelivered refund adds nothing; the last one refunds fully")
-    func partialRefunds() async throws {
-        let daemon = try await TestDaemon.start()
+    @Test("partial refunds with new refund ids grow the total; a redelivered refund adds nothing; the last one refunds fully", arguments: Backend.allCases)
+    func partialRefunds(backend: Backend) async throws {
+        let daemon = try await TestDaemon.start(backend: backend)
         try await Self.unlimint(daemon, UnlimintRequests.body(order: "LC-4", id: "p4", status: "COMPLETED", amount: "10.00"))
         let first = UnlimintRequests.refundBody(order: "LC-4", paymentID: "p4", refundID: "r1", amount: "3.00", remaining: "7.00")
         try await Self.unlimint(daemon, first)
@@ -199,9 +198,9 @@ struct OrderLifecycleHTTPTests {
         try await daemon.stop()
     }
 
-    @Test("Juspay: a failed refund is recorded and leaves the order paid; ORDER_REFUNDED then refunds it")
-    func juspayFailedRefund() async throws {
-        let daemon = try await TestDaemon.start()
+    @Test("Juspay: a failed refund is recorded and leaves the order paid; ORDER_REFUNDED then refunds it", arguments: Backend.allCases)
+    func juspayFailedRefund(backend: Backend) async throws {
+        let daemon = try await TestDaemon.start(backend: backend)
         func send(_ event: String, _ eventID: String, refunded: String = "0") async throws {
             let body = Array((
                 #"{"id":"\#(eventID)","date_created":"2026-11-21T10:15:30Z","event_name":"\#(event)","content":{"order":{"#

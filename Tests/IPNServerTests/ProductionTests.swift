@@ -624,6 +624,47 @@ struct ProductionTests {
         #expect(Set(config.accounts.map(\.providerName)) == ["citcon", "ipay88", "unlimint", "juspay"])
     }
 
+    @Test("deploy/ipnd-cluster.yaml names exactly the unit's and the cluster drop-in's credentials, and loads once they exist")
+    func clusterTemplateMatchesTheUnit() throws {
+        func credentialNames(_ path: String) throws -> Set<String> {
+            let text = try String(contentsOf: repositoryRoot.appendingPathComponent(path), encoding: .utf8)
+            return Set(text.split(separator: "\n").compactMap { line -> String? in
+                guard line.hasPrefix("LoadCredential=") else { return nil }
+                return String(line.dropFirst("LoadCredential=".count).prefix { $0 != ":" })
+            })
+        }
+        let loaded = try credentialNames("deploy/ipnd.service").union(try credentialNames("deploy/ipnd-cluster.conf"))
+        var template = try String(contentsOf: repositoryRoot.appendingPathComponent("deploy/ipnd-cluster.yaml"), encoding: .utf8)
+        let named = Set(template.split(separator: "\n").compactMap { line -> String? in
+            let code = line.prefix { $0 != "#" }
+            guard let range = code.range(of: "_file: "), !code.contains("public_key_file") else { return nil }
+            return code[range.upperBound...].trimmingCharacters(in: .whitespaces)
+        })
+        #expect(named == loaded)
+        #expect(named.contains("db-password"))
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ipnd-cluster-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        for name in named {
+            let file = directory.appendingPathComponent(name)
+            try Data("secret-\(name)".utf8).write(to: file)
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file.path)
+        }
+        // The database's CA, where the template expects it.
+        let ca = directory.appendingPathComponent("db-ca.pem").path
+        try Data(String(decoding: Fixture.bytes("test-ca.pem"), as: UTF8.self).utf8).write(to: URL(fileURLWithPath: ca))
+        template = template.replacingOccurrences(of: "/etc/ipnd/db-ca.pem", with: ca)
+        let path = directory.appendingPathComponent("ipnd.yaml").path
+        try Data(template.utf8).write(to: URL(fileURLWithPath: path))
+        let config = try ConfigLoader.load(path: path, environment: ["CREDENTIALS_DIRECTORY": directory.path])
+        guard case .postgres(let postgres) = config.store.backend else {
+            Issue.record("the cluster template does not name a PostgreSQL store")
+            return
+        }
+        #expect(postgres.password == "secret-db-password")
+        #expect(postgres.tls == .require)
+        #expect(!postgres.description.contains("secret-db-password"))
+    }
+
     @Test("deploy/ipnd.service passes systemd-analyze verify and carries the hardening it promises")
     func unitVerifies() throws {
         let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

@@ -1,4 +1,5 @@
 import Foundation
+import IPNTestSupport
 import IPNCore
 import Testing
 
@@ -52,9 +53,9 @@ let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
 @Suite("Every provider over real HTTP (issue 3)")
 struct ProviderHTTPTests {
     @Test("first delivery applied with the exact ack; again duplicate with the same ack; forged rejected; unknown status acked",
-          arguments: ProviderExpectations.all)
-    func contract(_ expected: ProviderExpectations) async throws {
-        let daemon = try await TestDaemon.start()
+          arguments: Backend.allCases, ProviderExpectations.all)
+    func contract(backend: Backend, _ expected: ProviderExpectations) async throws {
+        let daemon = try await TestDaemon.start(backend: backend)
         let order = "ORD-\(expected.name)-1"
         let request = try daemon.simulated(expected.name, order: order, status: expected.paidStatus, amount: expected.amount, uid: "u1")
 
@@ -107,9 +108,9 @@ struct ProviderHTTPTests {
     }
 
     @Test("a notification signed by an independent implementation of the provider's algorithm is accepted",
-          arguments: ProviderExpectations.all)
-    func independentlySigned(_ expected: ProviderExpectations) async throws {
-        let daemon = try await TestDaemon.start()
+          arguments: Backend.allCases, ProviderExpectations.all)
+    func independentlySigned(backend: Backend, _ expected: ProviderExpectations) async throws {
+        let daemon = try await TestDaemon.start(backend: backend)
         let order = "IND-\(expected.name)"
         let result = try await pythonClient([
             "send", expected.name, "--url", "http://127.0.0.1:\(daemon.ports.provider)",
@@ -124,9 +125,9 @@ struct ProviderHTTPTests {
     }
 
     @Test("iPay88: independently signed sha1, sha256 and hmac-sha512 notifications all verify under signature: auto",
-          arguments: ["sha1", "sha256", "hmac-sha512"])
-    func ipay88Modes(mode: String) async throws {
-        let daemon = try await TestDaemon.start()
+          arguments: Backend.allCases, ["sha1", "sha256", "hmac-sha512"])
+    func ipay88Modes(backend: Backend, mode: String) async throws {
+        let daemon = try await TestDaemon.start(backend: backend)
         let account = #"{"merchant_code":"\#(TestDaemon.ipay88Code)","merchant_key":"\#(TestDaemon.ipay88Key)","signature":"\#(mode)"}"#
         let result = try await pythonClient([
             "send", "ipay88", "--url", "http://127.0.0.1:\(daemon.ports.provider)", "--account-json", account,
@@ -137,9 +138,9 @@ struct ProviderHTTPTests {
         try await daemon.stop()
     }
 
-    @Test("two accounts sharing one merchant code are told apart by route: each verifies with its own key only")
-    func accountsShareAMerchantCode() async throws {
-        let daemon = try await TestDaemon.start(providersYAML: """
+    @Test("two accounts sharing one merchant code are told apart by route: each verifies with its own key only", arguments: Backend.allCases)
+    func accountsShareAMerchantCode(backend: Backend) async throws {
+        let daemon = try await TestDaemon.start(backend: backend, providersYAML: """
             providers:
               ipay88:
                 - account: shop-a
@@ -167,9 +168,9 @@ struct ProviderHTTPTests {
         try await daemon.stop()
     }
 
-    @Test("Alipay: a refund arriving before its payment is unlinked, then linked and applied once the payment arrives")
-    func alipayRefundBeforePayment() async throws {
-        let daemon = try await TestDaemon.start()
+    @Test("Alipay: a refund arriving before its payment is unlinked, then linked and applied once the payment arrives", arguments: Backend.allCases)
+    func alipayRefundBeforePayment(backend: Backend) async throws {
+        let daemon = try await TestDaemon.start(backend: backend)
         let key = try RSAPrivateKey(pem: String(contentsOfFile: TestDaemon.alipayPrivateKeyPath, encoding: .utf8))
         let refundBody = Array(#"{"notifyType":"REFUND_RESULT","refundRequestId":"RR-1","refundId":"R-1","paymentId":"PAY-ID-7","refundAmount":{"currency":"SGD","value":"4200"},"refundTime":"2026-11-21T13:00:00+08:00","refundStatus":"SUCCESS","result":{"resultCode":"SUCCESS","resultStatus":"S","resultMessage":"success"}}"#.utf8)
         let refundAnswer = try await daemon.post("/ipn/alipay", body: refundBody, headers: alipayHeaders(refundBody, key: key))
@@ -200,9 +201,9 @@ struct ProviderHTTPTests {
         try await daemon.stop()
     }
 
-    @Test("Alipay: a capture arriving before its (pending) payment ends linked and applied")
-    func alipayCaptureBeforePayment() async throws {
-        let daemon = try await TestDaemon.start()
+    @Test("Alipay: a capture arriving before its (pending) payment ends linked and applied", arguments: Backend.allCases)
+    func alipayCaptureBeforePayment(backend: Backend) async throws {
+        let daemon = try await TestDaemon.start(backend: backend)
         let key = try RSAPrivateKey(pem: String(contentsOfFile: TestDaemon.alipayPrivateKeyPath, encoding: .utf8))
         let captureBody = Array(#"{"notifyType":"CAPTURE_RESULT","captureRequestId":"CR-1","captureId":"C-1","paymentId":"PAY-ID-8","captureAmount":{"currency":"SGD","value":"4200"},"captureTime":"2026-11-21T13:00:00+08:00","result":{"resultCode":"SUCCESS","resultStatus":"S","resultMessage":"success"}}"#.utf8)
         #expect(try await daemon.post("/ipn/alipay", body: captureBody, headers: alipayHeaders(captureBody, key: key)).status == 200)
@@ -215,14 +216,16 @@ struct ProviderHTTPTests {
         try await daemon.stop()
     }
 
-    private func alipayHeaders(_ body: [UInt8], key: RSAPrivateKey) -> [(String, String)] {
-        [
-            ("Content-Type", "application/json"), ("client-id", TestDaemon.alipayClientID),
-            ("request-time", "2026-11-21T05:00:00Z"),
-            ("signature", Alipay.signatureHeader(path: "/ipn/alipay", clientID: TestDaemon.alipayClientID,
-                                                 requestTime: "2026-11-21T05:00:00Z", body: body, key: key)),
-        ]
-    }
+}
+
+/// The headers Alipay signs a notification to `/ipn/alipay` with.
+func alipayHeaders(_ body: [UInt8], key: RSAPrivateKey) -> [(String, String)] {
+    [
+        ("Content-Type", "application/json"), ("client-id", TestDaemon.alipayClientID),
+        ("request-time", "2026-11-21T05:00:00Z"),
+        ("signature", Alipay.signatureHeader(path: "/ipn/alipay", clientID: TestDaemon.alipayClientID,
+                                             requestTime: "2026-11-21T05:00:00Z", body: body, key: key)),
+    ]
 }
 
 /// Runs tools/ipn_client.py, the independent client.

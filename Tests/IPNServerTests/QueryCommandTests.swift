@@ -1,11 +1,12 @@
 import Foundation
+import IPNTestSupport
 import IPNCore
 import Testing
 
 /// A daemon whose store holds real deliveries of several providers, accounts, states and
 /// verdicts, for the query commands to read while it runs.
-private func filledDaemon() async throws -> TestDaemon {
-    let daemon = try await TestDaemon.start()
+private func filledDaemon(_ backend: Backend) async throws -> TestDaemon {
+    let daemon = try await TestDaemon.start(backend: backend)
     try await daemon.deliver("unlimint", order: "Q-1", status: "COMPLETED", uid: "q1")
     try await daemon.deliver("unlimint", order: "Q-1", status: "COMPLETED", uid: "q1")  // duplicate
     try await daemon.deliver("alipay", order: "Q-2", status: "F", amount: Money(minor: 4200, currency: "SGD"))
@@ -19,9 +20,9 @@ private func filledDaemon() async throws -> TestDaemon {
 
 @Suite("ipnd orders / notifications: formats, filters, exit codes over a live store (issue 4)", .serialized)
 struct QueryCommandTests {
-    @Test("orders list: json lines with the fields of product.md, newest first, every filter")
-    func ordersListJSON() async throws {
-        let daemon = try await filledDaemon()
+    @Test("orders list: json lines with the fields of product.md, newest first, every filter", arguments: Backend.allCases)
+    func ordersListJSON(backend: Backend) async throws {
+        let daemon = try await filledDaemon(backend)
         let config = daemon.configPath
         let result = try await ipnd(["orders", "list", "--config", config, "--format", "json"])
         #expect(result.status == 0, "\(result.stderr)")
@@ -50,9 +51,9 @@ struct QueryCommandTests {
         try await daemon.stop()
     }
 
-    @Test("orders list and notifications list: csv with a header row parses back to the json values")
-    func csv() async throws {
-        let daemon = try await filledDaemon()
+    @Test("orders list and notifications list: csv with a header row parses back to the json values", arguments: Backend.allCases)
+    func csv(backend: Backend) async throws {
+        let daemon = try await filledDaemon(backend)
         let config = daemon.configPath
         let csv = try await ipnd(["orders", "list", "--config", config, "--format", "csv"])
         #expect(csv.status == 0, "\(csv.stderr)")
@@ -86,9 +87,9 @@ struct QueryCommandTests {
         try await daemon.stop()
     }
 
-    @Test("table output: a header row and aligned columns")
-    func table() async throws {
-        let daemon = try await filledDaemon()
+    @Test("table output: a header row and aligned columns", arguments: Backend.allCases)
+    func table(backend: Backend) async throws {
+        let daemon = try await filledDaemon(backend)
         let result = try await ipnd(["orders", "list", "--config", daemon.configPath])
         #expect(result.status == 0, "\(result.stderr)")
         let lines = result.stdout.split(separator: "\n").map(String.init)
@@ -112,9 +113,9 @@ struct QueryCommandTests {
         try await daemon.stop()
     }
 
-    @Test("table output escapes what would rearrange the terminal (a bidi override, a zero-width space); json keeps it")
-    func tableEscapesHiddenCharacters() async throws {
-        let daemon = try await TestDaemon.start()
+    @Test("table output escapes what would rearrange the terminal (a bidi override, a zero-width space); json keeps it", arguments: Backend.allCases)
+    func tableEscapesHiddenCharacters(backend: Backend) async throws {
+        let daemon = try await TestDaemon.start(backend: backend)
         let reference = "ORD-\u{202E}1-\u{200B}2"
         try await daemon.deliver("unlimint", order: reference, status: "COMPLETED")
         let table = try await ipnd(["orders", "list", "--config", daemon.configPath])
@@ -130,9 +131,9 @@ struct QueryCommandTests {
         try await daemon.stop()
     }
 
-    @Test("notifications list: json lines with verdicts and every filter")
-    func notificationsList() async throws {
-        let daemon = try await filledDaemon()
+    @Test("notifications list: json lines with verdicts and every filter", arguments: Backend.allCases)
+    func notificationsList(backend: Backend) async throws {
+        let daemon = try await filledDaemon(backend)
         let config = daemon.configPath
         let result = try await ipnd(["notifications", "list", "--config", config, "--format", "json"])
         #expect(result.status == 0, "\(result.stderr)")
@@ -156,9 +157,9 @@ struct QueryCommandTests {
         try await daemon.stop()
     }
 
-    @Test("orders show: json and table with transitions and notifications; exit 1 when not found")
-    func show() async throws {
-        let daemon = try await filledDaemon()
+    @Test("orders show: json and table with transitions and notifications; exit 1 when not found", arguments: Backend.allCases)
+    func show(backend: Backend) async throws {
+        let daemon = try await filledDaemon(backend)
         let config = daemon.configPath
         let json = try await ipnd(["orders", "show", "unlimint", "Q-1", "--config", config, "--format", "json"])
         #expect(json.status == 0, "\(json.stderr)")
@@ -186,9 +187,9 @@ struct QueryCommandTests {
         try await daemon.stop()
     }
 
-    @Test("exit codes: 64 usage, 2 config error, 3 store unavailable")
-    func exitCodes() async throws {
-        let daemon = try await filledDaemon()
+    @Test("exit codes: 64 usage, 2 config error, 3 store unavailable", arguments: Backend.allCases)
+    func exitCodes(backend: Backend) async throws {
+        let daemon = try await filledDaemon(backend)
         let config = daemon.configPath
         for arguments in [
             ["orders", "list", "--state", "bogus"], ["orders", "list", "--format", "xml"], ["orders", "list", "--limit", "0"],
@@ -220,9 +221,9 @@ struct QueryCommandTests {
         try await daemon.stop()
     }
 
-    @Test("orders expect while the daemon runs: 12.00 USD against 12.34 USD is a mismatch, 12.34 USD is applied")
-    func expectFromTheCommandLine() async throws {
-        let daemon = try await TestDaemon.start()
+    @Test("orders expect while the daemon runs: 12.00 USD against 12.34 USD is a mismatch, 12.34 USD is applied", arguments: Backend.allCases)
+    func expectFromTheCommandLine(backend: Backend) async throws {
+        let daemon = try await TestDaemon.start(backend: backend)
         let config = daemon.configPath
         let expect = try await ipnd(["orders", "expect", "unlimint", "X-1", "--amount", "12.34", "--currency", "USD", "--config", config])
         #expect(expect.status == 0, "\(expect.stderr)")

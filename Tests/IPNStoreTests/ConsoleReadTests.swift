@@ -1,6 +1,7 @@
 import Foundation
 import IPNCore
 import IPNStore
+import IPNTestSupport
 import Testing
 
 @Suite("The console's reads: hourly counts, flagged orders, search, one notification, an order's deliveries (issue 32)")

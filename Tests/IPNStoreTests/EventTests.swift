@@ -1,6 +1,7 @@
 import Foundation
 import IPNCore
 import IPNStore
+import IPNTestSupport
 import Testing
 
 @Suite("Order events: written with their change, read in seq order")

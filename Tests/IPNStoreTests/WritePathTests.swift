@@ -1,6 +1,7 @@
 import Foundation
 import IPNCore
 import IPNStore
+import IPNTestSupport
 import Testing
 
 /// Both write paths: one transaction per notification, and group commit.

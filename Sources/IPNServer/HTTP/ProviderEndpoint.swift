@@ -9,43 +9,33 @@ import NIOCore
 
 /// `POST /ipn/{provider}[/{account}]`: read the body within the limit, resolve the account and
 /// client, verify, record (committed), and only then answer with the provider's exact bytes.
+/// A rejected request is stored only within its client's budget (`RejectedStoreBudget`).
 struct ProviderEndpoint: Sendable {
     let config: IPNDConfig
     let store: any Store
     let logger: Logger
     let metrics: ServerMetrics
     let tally: NotificationTally
+    let budget: RejectedStoreBudget
+    /// The budget's clock (the time of day; tests inject theirs).
+    var now: @Sendable () -> Date = { Date() }
 
     func handle(_ request: Request, context: IPNRequestContext, providerName: String, accountName: String) async -> Response {
         let started = ContinuousClock.now
         guard let providerType = ProviderRegistry.provider(named: providerName) else {
             return Response.plain(404, "unknown provider\n").closingIfBodyUnread(request, context: context)
         }
-        let limit = config.server.maxBodyBytes
-        if let declared = request.headers.scanned(.contentLength).flatMap({ Int($0) }), declared > limit {
-            return tooLarge(request, context: context, provider: providerName, account: accountName, detail: "Content-Length \(declared)")
-        }
-        // Part by part rather than `collect(upTo:)`, so a body that ends early (the client went
-        // away, or the request deadline closed the connection) is still kept as rejected with
-        // what did arrive.
-        var body: [UInt8] = []
-        var bodyEnded: (any Error)?
-        do {
-            for try await part in request.body {
-                guard body.count + part.readableBytes <= limit else {
-                    return tooLarge(request, context: context, provider: providerName, account: accountName, detail: "body past \(limit) bytes")
-                }
-                body.append(contentsOf: part.readableBytesView)
-            }
-        } catch {
-            bodyEnded = error
+        let body: ReceivedBody
+        switch await readBody(request, context: context, provider: providerName, account: accountName) {
+        case .tooLarge(let response): return response
+        case .received(let received): body = received
         }
         let clientIP = clientAddress(of: request, context: context)
         let raw = RawRequest(
             method: request.method.rawValue,
             target: request.uri.string,
             headers: request.headers.map { ($0.name.rawName, $0.value) },
-            body: body,
+            body: body.bytes,
             clientIP: clientIP?.description
         )
         let received = ReceivedRequest(
@@ -57,70 +47,150 @@ struct ProviderEndpoint: Sendable {
             headers: StoredHeaders.json(request.headers),
             body: raw.body
         )
-
-        let entry: InboxEntry
-        var answerFor: (RecordOutcome) -> ProviderAnswer = { _ in providerType.acknowledgement }
-        if let bodyEnded {
-            logger.notice("request body ended early", metadata: ["provider": "\(providerName)", "error": "\(bodyEnded)"])
-            let declared = request.headers.scanned(.contentLength).map { " of \($0.prefix(20)) declared" } ?? ""
-            entry = .rejected(received, Rejection(.incompleteBody, "the body ended after \(body.count) bytes\(declared)"))
-            answerFor = { _ in providerType.answer(for: Rejection(.incompleteBody, "")) }
-        } else if let account = config.account(provider: providerName, name: accountName) {
-            if let allowed = account.allowIPs, !(clientIP.map { allowed.containsAddress($0) } ?? false) {
-                let rejection = Rejection(.ipNotAllowed, "client \(raw.clientIP ?? "unknown") is not in allow_ips")
-                entry = .rejected(received, rejection)
-                answerFor = { _ in .text(403, "forbidden\n") }
-            } else {
-                do {
-                    entry = .verified(received, try account.provider.verifyRequest(raw))
-                } catch {
-                    entry = .rejected(received, error)
-                    answerFor = { _ in providerType.answer(for: error) }
-                }
-            }
-        } else {
-            entry = .rejected(received, Rejection(.unknownAccount, "no account \"\(received.account)\" for \(providerName)"))
-            answerFor = { _ in .text(404, "unknown account\n") }
+        let classified = classify(
+            raw, received, accountName: accountName, body: body, client: clientIP,
+            declaredLength: request.headers.scanned(.contentLength), provider: providerType)
+        if case .rejected(_, let rejection) = classified.entry, !classified.exemptFromBudget,
+           !admitToStore(client: clientIP) {
+            metrics.rejectedUnstored(provider: providerName, reason: rejection.reason, latency: ContinuousClock.now - started)
+            return Response(classified.answer)
         }
-
         let outcome: RecordOutcome
         do {
-            outcome = try await store.record(entry)
+            outcome = try await store.record(classified.entry)
         } catch {
-            var verifiedOrderRef: String?
-            if case .verified(_, let notification) = entry { verifiedOrderRef = notification.orderRef }
-            let latency = ContinuousClock.now - started
-            logger.error("notification not stored", metadata: [
-                "provider": .string(providerName), "account": .string(received.account), "error": "\(error)",
-                "order_ref": .string(verifiedOrderRef ?? ""), "client_ip": .string(raw.clientIP ?? ""), "status": "503",
-                "latency_ms": .string(latency.milliseconds),
-            ])
-            metrics.storeUnavailable(provider: providerName, latency: latency)
-            tally.countStoreFailure()
-            var response = Response.plain(503, "store unavailable, retry later\n")
-            response.headers[.retryAfter] = "30"
-            return response
+            return storeUnavailable(error, classified.entry, received, started: started)
         }
-        let answer = answerFor(outcome)
         let latency = ContinuousClock.now - started
         metrics.notification(provider: providerName, verdict: outcome.verdict, latency: latency)
         tally.count(outcome.verdict)
+        let answered = body.endedEarly != nil && !context.channel.isActive ? nil : classified.answer.status
+        log(outcome, of: classified.entry, received, status: answered, latency: latency)
+        if classified.answer == providerType.acknowledgement, let acknowledgement = Self.acknowledgements[providerName] {
+            return acknowledgement
+        }
+        return Response(classified.answer)
+    }
+
+    // MARK: Steps
+
+    /// The body as it arrived, within the limit.
+    struct ReceivedBody {
+        var bytes: [UInt8]
+        /// Why the body ended before its end (the client went away, or the request deadline
+        /// closed the connection); nil when it arrived whole.
+        var endedEarly: (any Error)?
+    }
+
+    enum BodyRead {
+        case received(ReceivedBody)
+        /// Past `server.max_body_bytes`: answered 413, nothing stored.
+        case tooLarge(Response)
+    }
+
+    /// Reads the body up to the limit. Part by part rather than `collect(upTo:)`, so a body that
+    /// ends early is still kept as rejected with what did arrive.
+    private func readBody(_ request: Request, context: IPNRequestContext, provider: String, account: String) async -> BodyRead {
+        let limit = config.server.maxBodyBytes
+        if let declared = request.headers.scanned(.contentLength).flatMap({ Int($0) }), declared > limit {
+            return .tooLarge(tooLarge(request, context: context, provider: provider, account: account, detail: "Content-Length \(declared)"))
+        }
+        var body = ReceivedBody(bytes: [])
+        do {
+            for try await part in request.body {
+                guard body.bytes.count + part.readableBytes <= limit else {
+                    return .tooLarge(tooLarge(request, context: context, provider: provider, account: account,
+                                              detail: "body past \(limit) bytes"))
+                }
+                body.bytes.append(contentsOf: part.readableBytesView)
+            }
+        } catch {
+            body.endedEarly = error
+            logger.notice("request body ended early", metadata: ["provider": "\(provider)", "error": "\(error)"])
+        }
+        return .received(body)
+    }
+
+    /// What a request is: an authentic notification, or a rejected request with its reason;
+    /// the answer it gets; whether its client is exempt from the rejected-storage budget.
+    struct Classification {
+        var entry: InboxEntry
+        var answer: ProviderAnswer
+        /// The client is inside the account's `allow_ips`: its rejected requests are always stored.
+        var exemptFromBudget = false
+    }
+
+    /// Resolves the account, checks `allow_ips` and verifies.
+    private func classify(
+        _ raw: RawRequest, _ received: ReceivedRequest, accountName: String, body: ReceivedBody, client: IPAddress?,
+        declaredLength: String?, provider providerType: any NotificationProvider.Type
+    ) -> Classification {
+        let account = config.account(provider: received.provider, name: accountName)
+        // nil: the account takes any client.
+        let allowed = account?.allowIPs.map { networks in client.map { networks.containsAddress($0) } ?? false }
+        if body.endedEarly != nil {
+            let declared = declaredLength.map { " of \($0.prefix(20)) declared" } ?? ""
+            return Classification(
+                entry: .rejected(received, Rejection(.incompleteBody, "the body ended after \(body.bytes.count) bytes\(declared)")),
+                answer: providerType.answer(for: Rejection(.incompleteBody, "")), exemptFromBudget: allowed == true)
+        }
+        guard let account else {
+            return Classification(
+                entry: .rejected(received, Rejection(.unknownAccount, "no account \"\(received.account)\" for \(received.provider)")),
+                answer: .text(404, "unknown account\n"))
+        }
+        if allowed == false {
+            let rejection = Rejection(.ipNotAllowed, "client \(raw.clientIP ?? "unknown") is not in allow_ips")
+            return Classification(entry: .rejected(received, rejection), answer: .text(403, "forbidden\n"))
+        }
+        do {
+            return Classification(entry: .verified(received, try account.provider.verifyRequest(raw)), answer: providerType.acknowledgement)
+        } catch {
+            return Classification(entry: .rejected(received, error), answer: providerType.answer(for: error), exemptFromBudget: allowed == true)
+        }
+    }
+
+    /// Counts a rejected request against its client's budget; logs the clients that went past it
+    /// in a window this arrival ended. False when it must not be stored.
+    private func admitToStore(client: IPAddress?) -> Bool {
+        let admission = budget.admit(client, at: RejectedStoreBudget.milliseconds(now()))
+        RejectedStoreBudget.log(admission.ended, budget: budget.perWindow, logger: logger)
+        return admission.store
+    }
+
+    /// 503: the store did not take the notification; the provider retries.
+    private func storeUnavailable(_ error: StoreError, _ entry: InboxEntry, _ received: ReceivedRequest, started: ContinuousClock.Instant)
+        -> Response
+    {
+        var verifiedOrderRef: String?
+        if case .verified(_, let notification) = entry { verifiedOrderRef = notification.orderRef }
+        let latency = ContinuousClock.now - started
+        logger.error("notification not stored", metadata: [
+            "provider": .string(received.provider), "account": .string(received.account), "error": "\(error)",
+            "order_ref": .string(verifiedOrderRef ?? ""), "client_ip": .string(received.clientIP ?? ""), "status": "503",
+            "latency_ms": .string(latency.milliseconds),
+        ])
+        metrics.storeUnavailable(provider: received.provider, latency: latency)
+        tally.countStoreFailure()
+        var response = Response.plain(503, "store unavailable, retry later\n")
+        response.headers[.retryAfter] = "30"
+        return response
+    }
+
+    /// One line per recorded request; `status` nil when the answer goes nowhere (the request
+    /// deadline closed the connection after its own 408, or the client left).
+    private func log(_ outcome: RecordOutcome, of entry: InboxEntry, _ received: ReceivedRequest, status: Int?, latency: Duration) {
         // `.string` rather than interpolation: this runs for every notification.
         var metadata: Logger.Metadata = [
-            "provider": .string(providerName),
+            "provider": .string(received.provider),
             "account": .string(received.account),
             "order_ref": .string(outcome.orderRef ?? ""),
             "verdict": .string(outcome.verdict.rawValue),
             "notification_id": .string(String(outcome.notificationID)),
-            "client_ip": .string(raw.clientIP ?? ""),
-            "status": .string(String(answer.status)),
+            "client_ip": .string(received.clientIP ?? ""),
+            "status": .string(status.map { String($0) } ?? "none"),
             "latency_ms": .string(latency.milliseconds),
         ]
-        if bodyEnded != nil, !context.channel.isActive {
-            // The connection is gone, so this answer goes nowhere: the request deadline closed it
-            // after its own 408 (logged with that status), or the client did.
-            metadata["status"] = "none"
-        }
         if case .rejected(_, let rejection) = entry {
             metadata["reason"] = .string(rejection.reason.rawValue)
             metadata["detail"] = .string(rejection.detail)
@@ -130,13 +200,8 @@ struct ProviderEndpoint: Sendable {
         if let state = outcome.orderState { metadata["order_state"] = .string(state.rawValue) }
         if let flag = outcome.flag { metadata["flag"] = .string(flag.rawValue) }
         let needsAttention = outcome.verdict == .rejected || outcome.verdict == .mismatch || outcome.flag != nil
-        logger.log(level: needsAttention ? .warning : .info,
-                   "notification", metadata: metadata)
-        for linked in outcome.linked { logLinked(linked, by: outcome, provider: providerName, account: received.account) }
-        if answer == providerType.acknowledgement, let acknowledgement = Self.acknowledgements[providerName] {
-            return acknowledgement
-        }
-        return Response(answer)
+        logger.log(level: needsAttention ? .warning : .info, "notification", metadata: metadata)
+        for linked in outcome.linked { logLinked(linked, by: outcome, provider: received.provider, account: received.account) }
     }
 
     /// One line and one count for a notification that waited for its payment and was applied

@@ -39,7 +39,8 @@ enum StoredHeaders {
     }
 
     /// Header fields whose values are credentials (names as HTTPTypes gives them: lowercase).
-    private static func isCredential(_ name: String) -> Bool {
+    /// They are stored redacted: `StoredHeaderList` leaves them out when reading them back.
+    static func isCredential(_ name: String) -> Bool {
         name == "authorization" || name == "proxy-authorization" || name == "cookie"
     }
 

@@ -29,6 +29,14 @@ public struct ServerMetrics: Sendable {
     let checkpointFailures: Counter
     private let timeouts: Counter
     private let factory: any MetricsFactory
+    /// `ipnd_rejected_unstored_total` by provider and reason, made when first counted (most
+    /// pairs never are).
+    private let unstored = Locked<[UnstoredKey: Counter]>([:])
+
+    private struct UnstoredKey: Hashable {
+        let provider: String
+        let reason: RejectReason
+    }
 
     /// - Parameter factory: where the instruments live (the daemon's own Prometheus registry;
     ///   never the process-wide `MetricsSystem`, so several daemons can share a process).
@@ -82,6 +90,22 @@ public struct ServerMetrics: Sendable {
     }
 
     func tooLarge(provider: String) { providers[provider]?.tooLarge.increment() }
+
+    /// A rejected request answered but not stored, its client past the rejected-storage budget:
+    /// counted by provider and reason, and its wait is a provider request's duration like any other.
+    func rejectedUnstored(provider: String, reason: RejectReason, latency duration: Duration) {
+        guard let instruments = providers[provider] else { return }
+        let key = UnstoredKey(provider: provider, reason: reason)
+        let counter = unstored.withLock { counters in
+            if let counter = counters[key] { return counter }
+            let made = Counter(label: "ipnd_rejected_unstored_total", dimensions: [("provider", provider), ("reason", reason.rawValue)],
+                               factory: factory)
+            counters[key] = made
+            return made
+        }
+        counter.increment()
+        instruments.latency.record(duration: duration)
+    }
 
     /// A 503: counted, and its wait is a provider request's duration like any other.
     func storeUnavailable(provider: String, latency duration: Duration) {

@@ -10,7 +10,8 @@ import NIOCore
 
 /// The ops API of product.md section 4, behind `BearerAuthMiddleware`:
 /// `GET /api/v1/orders`, `GET /api/v1/orders/{provider}/{order_ref}`,
-/// `PUT /api/v1/orders/{provider}/{order_ref}/expectation`, `GET /api/v1/notifications`.
+/// `PUT /api/v1/orders/{provider}/{order_ref}/expectation`, `GET /api/v1/notifications`,
+/// `POST /api/v1/notifications/reverify`.
 /// Lists are `{"items": [...], "next_cursor": ...}`, newest first, paged by id.
 struct OpsAPI: Sendable {
     let config: IPNDConfig
@@ -31,6 +32,7 @@ struct OpsAPI: Sendable {
         router.getAndHead("/api/v1/notifications") { request, _ in await listNotifications(request) }
         EventFeed(store: store, logger: logger).register(on: router)
         DeliveriesAPI(store: store, logger: logger).register(on: router)
+        ReverifyAPI(config: config, store: store, logger: logger).register(on: router)
     }
 
     func listOrders(_ request: Request) async -> Response {

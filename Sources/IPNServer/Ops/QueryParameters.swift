@@ -33,6 +33,15 @@ public enum QueryParameters {
         return verdict
     }
 
+    /// A rejection reason code (`bad_signature`, `ip_not_allowed`, ...).
+    public static func rejectReason(_ text: String) throws(QueryParameterError) -> String {
+        guard RejectReason(rawValue: text) != nil else {
+            throw QueryParameterError(
+                "reason \"\(text.prefix(64))\" is not one of \(RejectReason.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        return text
+    }
+
     /// An ISO 8601 / RFC 3339 time or date, as the stored timestamp text it compares with.
     public static func since(_ text: String) throws(QueryParameterError) -> String {
         guard let millis = Timestamp.parse(text) else {

@@ -5,6 +5,7 @@ import IPNConfig
 import IPNCore
 @testable import IPNServer
 import IPNStore
+import IPNTestSupport
 import Logging
 import Testing
 import NIOCore
@@ -12,6 +13,9 @@ import NIOHTTP1
 
 /// A real daemon on ephemeral loopback ports with a real SQLite file in a temporary directory.
 final class TestDaemon: Sendable {
+    let backend: Backend
+    /// The test server and database of a PostgreSQL-backed daemon.
+    let postgres: (server: PostgresTestServer, database: String)?
     let directory: URL
     let config: IPNDConfig
     let daemon: Daemon
@@ -79,6 +83,7 @@ final class TestDaemon: Sendable {
     static let opsToken = "test-ops-token"
 
     static func start(
+        backend: Backend = .sqlite,
         providersYAML: String = defaultProvidersYAML(),
         serverYAML: String = "",
         maxBatch: Int = 256,
@@ -86,18 +91,37 @@ final class TestDaemon: Sendable {
         opsTokens: [String] = [opsToken],
         extraYAML: String = "",
         opsYAML: String = "",
-        deliveryRetryScale: Double = 1
+        deliveryRetryScale: Double = 1,
+        postgresDatabase: (server: PostgresTestServer, database: String)? = nil,
+        housekeeping: Daemon.Housekeeping = Daemon.Housekeeping()
     ) async throws -> TestDaemon {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ipnd-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let storePath = (storeDirectory ?? directory).appendingPathComponent("ipnd.sqlite").path
+        var postgres: (server: PostgresTestServer, database: String)?
+        var storeYAML = "  path: \(storePath)"
+        if backend == .postgres {
+            var chosen = postgresDatabase
+            if chosen == nil { chosen = try await TestDaemon.freshPostgresDatabase() }
+            guard let chosen else { throw DaemonDidNotListen() }
+            postgres = chosen
+            storeYAML = """
+                  postgres:
+                    host: \(chosen.server.socketDirectory)
+                    port: \(chosen.server.port)
+                    database: \(chosen.database)
+                    user: \(chosen.server.user)
+                    tls: disable
+                    pool_size: 8
+                """
+        }
         let yaml = """
             server:
               host: 127.0.0.1
               port: 0
             \(serverYAML)
             store:
-              path: \(storePath)
+            \(storeYAML)
               max_batch: \(maxBatch)
             ops:
               host: 127.0.0.1
@@ -113,17 +137,30 @@ final class TestDaemon: Sendable {
         let config = try ConfigLoader.load(path: configPath, environment: [:])
         let logs = LogOutput.capture()
         let logger = Logger(label: "ipnd-test") { label in LogfmtLogHandler(label: label, level: .info, output: logs) }
-        let daemon = try await Daemon.open(config: config, logger: logger, deliveryRetryScale: deliveryRetryScale)
+        let daemon = try await Daemon.open(
+            config: config, logger: logger, deliveryRetryScale: deliveryRetryScale, housekeeping: housekeeping)
         let task = Task { try await daemon.run(gracefulShutdownSignals: []) }
         guard let ports = await daemon.listeningPorts() else {
             _ = try await task.value  // the daemon's own error: why it did not listen
             throw DaemonDidNotListen()
         }
-        return TestDaemon(directory: directory, config: config, daemon: daemon, ports: ports, logs: logs, task: task)
+        return TestDaemon(backend: backend, postgres: postgres, directory: directory, config: config, daemon: daemon, ports: ports,
+                          logs: logs, task: task)
     }
 
-    private init(directory: URL, config: IPNDConfig, daemon: Daemon, ports: Daemon.ListeningPorts, logs: LogOutput,
-                 task: Task<Void, any Error>) {
+    /// A new, empty database on the test server `make test` started.
+    static func freshPostgresDatabase() async throws -> (server: PostgresTestServer, database: String) {
+        guard let server = PostgresTestServer.fromEnvironment() else {
+            throw PostgresTestServerError.launchFailed(command: "PostgreSQL", reason: "IPND_TEST_PG_* unset: run the tests with make test")
+        }
+        let database = try await onDedicatedThread { Result { try server.createDatabase() } }.get()
+        return (server, database)
+    }
+
+    private init(backend: Backend, postgres: (server: PostgresTestServer, database: String)?, directory: URL, config: IPNDConfig,
+                 daemon: Daemon, ports: Daemon.ListeningPorts, logs: LogOutput, task: Task<Void, any Error>) {
+        self.backend = backend
+        self.postgres = postgres
         self.directory = directory
         self.config = config
         self.daemon = daemon
@@ -183,24 +220,71 @@ final class TestDaemon: Sendable {
         return try queue.read(body)
     }
 
-    func count(_ sql: String, _ arguments: StatementArguments = []) throws -> Int {
-        try query { db in try Int.fetchOne(db, sql: sql, arguments: arguments) ?? -1 }
+    /// The first column of every row `sql` returns (standard SQL; `?` placeholders take
+    /// `arguments` in order), as text, NULL as nil: read from the SQLite file, or with psql from
+    /// the PostgreSQL database, as an independent reader would.
+    func column(_ sql: String, _ arguments: [String] = []) throws -> [String?] {
+        try rows(sql, arguments).map { $0.first ?? nil }
+    }
+
+    /// Every row `sql` returns, each column as text (NULL as nil), as `column` reads them.
+    func rows(_ sql: String, _ arguments: [String] = []) throws -> [[String?]] {
+        if let postgres {
+            var literal = ""
+            var remaining = arguments[...]
+            for character in sql {
+                if character == "?", let value = remaining.popFirst() {
+                    literal += "'" + value.replacingOccurrences(of: "'", with: "''") + "'"
+                } else {
+                    literal.append(character)
+                }
+            }
+            let output = try postgres.server.psql("\\pset null '<NULL>'\n" + literal, database: postgres.database)
+            guard !output.isEmpty else { return [] }
+            return output.split(separator: "\n", omittingEmptySubsequences: false).map { line in
+                line.split(separator: "|", omittingEmptySubsequences: false).map { $0 == "<NULL>" ? nil : String($0) }
+            }
+        }
+        return try query { db in
+            try Row.fetchAll(db, sql: sql, arguments: StatementArguments(arguments)).map { row -> [String?] in
+                row.databaseValues.map { value -> String? in
+                    switch value.storage {
+                    case .null: return nil
+                    case .int64(let number): return String(number)
+                    case .double(let number): return String(number)
+                    case .string(let text): return text
+                    case .blob(let data): return String(decoding: data, as: UTF8.self)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Runs a statement that changes the store, as another writer would (what retention leaves,
+    /// a row as an earlier version wrote it).
+    func execute(_ sql: String) throws {
+        if let postgres {
+            _ = try postgres.server.psql(sql, database: postgres.database)
+            return
+        }
+        let queue = try DatabaseQueue(path: config.store.path)
+        try queue.write { db in try db.execute(sql: sql) }
+        try queue.close()
+    }
+
+    func count(_ sql: String, _ arguments: [String] = []) throws -> Int {
+        try column(sql, arguments).first.flatMap { $0 }.flatMap { Int($0) } ?? -1
     }
 
     func orderState(_ ref: String, provider: String = "unlimint", account: String = "default") throws -> String? {
-        try query { db in
-            try String.fetchOne(db, sql: "SELECT state FROM orders WHERE provider = ? AND account = ? AND order_ref = ?",
-                                arguments: [provider, account, ref])
-        }
+        try column("SELECT state FROM orders WHERE provider = ? AND account = ? AND order_ref = ?", [provider, account, ref]).first ?? nil
     }
 
     func verdicts(orderRef: String? = nil) throws -> [String] {
-        try query { db in
-            if let orderRef {
-                return try String.fetchAll(db, sql: "SELECT verdict FROM notifications WHERE order_ref = ? ORDER BY id", arguments: [orderRef])
-            }
-            return try String.fetchAll(db, sql: "SELECT verdict FROM notifications ORDER BY id")
+        if let orderRef {
+            return try column("SELECT verdict FROM notifications WHERE order_ref = ? ORDER BY id", [orderRef]).compactMap { $0 }
         }
+        return try column("SELECT verdict FROM notifications ORDER BY id").compactMap { $0 }
     }
 
     /// `answer` is the provider's acknowledgement to the byte, and the notification's order is in

@@ -9,19 +9,6 @@ import Logging
 import PostgresNIO
 import Testing
 
-/// The store backends every behaviour test runs against. PostgreSQL is the throwaway server
-/// `make test` starts; without it (a plain `swift test`), SQLite only.
-enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
-    case sqlite
-    case postgres
-
-    static var allCases: [Backend] {
-        PostgresTestServer.fromEnvironment() == nil ? [.sqlite] : [.sqlite, .postgres]
-    }
-
-    var testDescription: String { rawValue }
-}
-
 /// Runs a blocking call (psql) on a thread of its own, off the concurrency pool.
 func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in

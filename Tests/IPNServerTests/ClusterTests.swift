@@ -1,0 +1,54 @@
+import Foundation
+import IPNTestSupport
+import Testing
+
+/// Several `ipnd serve` processes on one PostgreSQL database (issue 31), driven from outside by
+/// tools/cluster_test.py on a private PostgreSQL server of its own (restarting it must not drop
+/// other tests' connections). Run where `make test` provides PostgreSQL.
+@Suite("Two nodes on one PostgreSQL database", .serialized, .enabled(if: PostgresTestServer.fromEnvironment() != nil))
+struct ClusterTests {
+    /// Runs the tool with `arguments`; returns its summary's counts.
+    private func cluster(_ arguments: [String], timeout: Double = 400) async throws -> [String: String] {
+        let result = try await runPythonTool("cluster_test.py", ["--binary", ipndBinary.path] + arguments, timeout: timeout)
+        let summary = result.stdout.split(separator: "\n").last { $0.hasPrefix("cluster-test: ") && $0.contains("=") } ?? ""
+        #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+        #expect(result.stdout.contains("cluster-test: PASS"), "\(result.stdout)")
+        print(summary)
+        return Dictionary(summary.dropFirst("cluster-test: ".count).split(separator: " ").compactMap { pair in
+            let parts = pair.split(separator: "=", maxSplits: 1)
+            return parts.count == 2 ? (String(parts[0]), String(parts[1])) : nil
+        }, uniquingKeysWith: { first, _ in first })
+    }
+
+    @Test("ten concurrent deliveries of one notification split across both nodes: one applied; shuffled lifecycles end as on one node; the feed under two-node load has every seq once, ascending; each event delivered once")
+    func twoNodes() async throws {
+        let counts = try await cluster(["--dedup", "10", "--lifecycles", "40", "--load", "--deliveries"])
+        #expect(counts["dedup_applied"] == "10")
+        #expect(counts["dedup_duplicates"] == "90")
+        #expect(counts["wrong_orders"] == "0")
+        #expect(counts["acked_not_stored"] == "0")
+        #expect(counts["delivered_twice"] == "0")
+        #expect(counts["undelivered_events"] == "0")
+        #expect(counts["feed_seen"] == counts["events"])
+    }
+
+    @Test("kill -9 of one node under two-node load, ten times: nothing acknowledged lost, nothing applied twice, every event delivered")
+    func killOneNode() async throws {
+        let counts = try await cluster(["--kills", "10", "--deliveries", "--gap", "0.2", "0.6"])
+        #expect(counts["kills"] == "10")
+        #expect(counts["acked_not_stored"] == "0")
+        #expect(counts["wrong_orders"] == "0")
+        #expect(counts["undelivered_events"] == "0")
+        #expect(counts["feed_seen"] == counts["events"])
+    }
+
+    @Test("PostgreSQL restarted under load (pg_ctl restart -m immediate): 503 while it is down, applied again after, nothing acknowledged lost")
+    func databaseRestart() async throws {
+        let counts = try await cluster(["--pg-restarts", "2", "--deliveries", "--gap", "0.5", "1.0"])
+        #expect(counts["pg_restarts"] == "2")
+        #expect(Int(counts["answers_503"] ?? "") ?? 0 > 0, "no request met the restart: \(counts)")
+        #expect(counts["acked_not_stored"] == "0")
+        #expect(counts["wrong_orders"] == "0")
+        #expect(counts["undelivered_events"] == "0")
+    }
+}
