@@ -60,7 +60,14 @@ public struct OpsConsole: Sendable {
         let open = router.group().add(middleware: ConsoleHeadersMiddleware<Context>())
         open.get("/console.css") { _, _ in Self.asset(ConsoleAssets.stylesheet, contentType: "text/css; charset=utf-8") }
         open.get("/favicon.svg") { _, _ in Self.asset(ConsoleAssets.favicon, contentType: "image/svg+xml") }
-        open.get("/sign-in") { request, _ in signInPage(request) }
+        open.get("/sign-in") { request, _ in
+            // Already signed in: on to where the form would have led.
+            guard sessions.session(request, now: Self.nowSeconds()) == nil else {
+                let next = request.uri.queryParameters["next"].map(String.init).flatMap { URLText.isLocalPath($0) ? $0 : nil }
+                return Self.redirect(next ?? "/")
+            }
+            return signInPage(request)
+        }
         open.post("/sign-in") { request, context in await signIn(request, context: context) }
 
         let pages = open.group().add(middleware: ConsoleSessionMiddleware<Context>(sessions: sessions, logger: logger))

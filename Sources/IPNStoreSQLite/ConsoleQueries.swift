@@ -73,11 +73,15 @@ enum NotificationCounts {
     private static let key = "substr(received_at, 1, 13) || ':00:00.000Z', provider, account, verdict, COALESCE(reason, '')"
 
     /// Takes notification `id` out of the count of its current verdict and reason (before an
-    /// update changes them).
+    /// update changes them); a count that falls to zero goes, as if it had never been.
     static func remove(_ db: Database, notificationID id: Int64) throws {
         try db.cachedStatement(sql: """
             UPDATE notification_counts SET count = count - 1
             WHERE (hour, provider, account, verdict, reason) = (SELECT \(key) FROM notifications WHERE id = ?)
+            """).execute(arguments: [id])
+        try db.cachedStatement(sql: """
+            DELETE FROM notification_counts
+            WHERE (hour, provider, account, verdict, reason) = (SELECT \(key) FROM notifications WHERE id = ?) AND count <= 0
             """).execute(arguments: [id])
     }
 

@@ -44,6 +44,9 @@ struct ConsoleHTTPTests {
         #expect(!session.contains("Secure"))
         let page = try await console.get("/orders?state=paid")
         #expect(page.status == 200 && page.text.contains("<h1>Orders</h1>"))
+        // Signed in, the form leads on to the page asked for.
+        let signedIn = try await console.get("/sign-in?next=/deliveries")
+        #expect(signedIn.status == 303 && signedIn.location == "/deliveries")
         #expect(daemon.logs.captured.contains { $0.contains("console sign-in") && $0.contains("level=info") })
         try await daemon.stop()
     }

@@ -87,4 +87,80 @@ struct ConsoleUnitTests {
         #expect(chart.bars[22].segments.map(\.verdict) == ["applied"] && chart.bars[0].segments.isEmpty)
         #expect(chart.gridLines.map(\.label) == ["0", "5", "10"])
     }
+
+    @Test("each page's model serves every field its templates may read, by name (TemplateFields.swift)")
+    func templateFields() throws {
+        let order = OrderRecord(
+            id: 7, provider: "unlimint", account: "default", orderRef: "R-1", providerTxnID: "T-1", state: .paid,
+            amount: Money(minor: 1000, currency: "USD"), refundedMinor: 100, expected: Money(minor: 900, currency: "USD"),
+            flags: ["amount_mismatch"], createdAt: "2026-11-26T10:00:00.000Z", updatedAt: "2026-11-26T10:01:00.000Z")
+        let note = NotificationRecord(
+            id: 3, provider: "unlimint", account: "default", orderRef: "R-1", receivedAt: "2026-11-26T10:00:00.000Z",
+            verdict: .mismatch, reason: "amount_mismatch", reasonDetail: "paid 10.00", kind: "payment", providerStatus: "COMPLETED",
+            dedupKey: "k", clientIP: "127.0.0.1", providerTxnID: "T-1", amount: Money(minor: 1000, currency: "USD"), detail: "{}",
+            body: Array("{}".utf8), headers: #"[["content-type","application/json"]]"#, reverifiedFrom: 2)
+        let event = EventRecord(
+            seq: 4, id: "e", type: .flagged, occurredAt: "2026-11-26T10:00:00.001Z", provider: "unlimint", account: "default",
+            orderRef: "R-1", orderJSON: "{}", from: .paid, to: .paid, flag: "amount_mismatch", notificationID: 3, providerStatus: "COMPLETED")
+        let delivery = DeliveryRecord(
+            id: 9, target: "app", eventID: "e", seq: 4, type: .flagged, provider: "unlimint", account: "default", orderRef: "R-1",
+            state: .failed, attempts: 3, lastAttemptAt: "2026-11-26T10:02:00.000Z", lastStatus: 500, lastError: "HTTP 500",
+            nextAttemptAt: nil, deliveredAt: nil, createdAt: "2026-11-26T10:00:00.001Z")
+        let target = DeliveryTargetStatus(
+            name: "app", pausedAt: "2026-11-26T10:03:00.000Z", pausedReason: "410", backlog: 1, oldestPendingAt: "2026-11-26T10:00:00.000Z", failed: 1)
+        let detail = OrderDetail(
+            order: order, transitions: [TransitionRecord(from: nil, to: .pending, at: "2026-11-26T09:00:00.000Z", notificationID: nil),
+                                        TransitionRecord(from: .pending, to: .paid, at: "2026-11-26T10:00:00.000Z", notificationID: 3)],
+            notifications: [note], events: [event])
+        let window = OverviewWindow(nowMilliseconds: try #require(Timestamp.parse("2026-11-26T10:30:00Z")))
+        let counts = [HourlyNotificationCount(
+            hour: "2026-11-26T10:00:00.000Z", provider: "unlimint", account: "default", verdict: .rejected, reason: "bad_signature", count: 2)]
+        let models: [(String, Any)] = [
+            ("overview", OverviewPage(window: window, counts: counts, states: [.paid: 1], flagged: FlaggedOrders(total: 2, newest: [order]),
+                                      targets: [target])),
+            ("order", OrderPage(detail: detail, deliveries: [delivery], showRaw: true, path: "/orders/unlimint/default/R-1")),
+            ("orders", OrdersPage(
+                providerOptions: SelectOption.list(["unlimint"], selected: "unlimint"), accountFilter: "", stateOptions: [],
+                sinceFilter: "", searchText: "R", searching: true, orderRows: [OrderRow(order)], firstPageLink: "/orders",
+                nextPageLink: "/orders?before=7")),
+            ("notifications", NotificationsPage(
+                providerOptions: [], accountFilter: "", verdictOptions: SelectOption.list(["applied"], selected: nil), sinceFilter: "",
+                rejectionWindow: "", rejections: rejectionCounts(counts, since: window.start), notificationRows: [NotificationRow(note)],
+                firstPageLink: "/notifications", nextPageLink: "/notifications?before=3")),
+            ("notification", NotificationPage(note)),
+            ("deliveries", DeliveriesPage(
+                targetRows: [TargetRow(target)], targetOptions: [], stateOptions: [], deliveryRows: [DeliveryRow(delivery)],
+                returnPath: "/deliveries", firstPageLink: "/deliveries", nextPageLink: "/deliveries?before=9")),
+            ("frame", PageFrame(pageTitle: "t", signedIn: true, navItems: NavItem.all(current: "/"), csrfToken: "c",
+                                flashMessage: "f", errorMessage: "e", page: MessagePage(text: "x", backLink: "/", backLabel: "b"))),
+            ("sign-in", SignInPage(signInToken: "t", nextPath: "/")),
+        ]
+        for (name, model) in models { expectServesEveryField(model, path: name) }
+    }
+
+    /// Every field of `value` holding something, and of the console's models inside it, is
+    /// served by `child(named:)`; every console model serves names at all.
+    private func expectServesEveryField(_ value: Any, path: String) {
+        let mirror = Mirror(reflecting: value)
+        switch mirror.displayStyle {
+        case .collection?:
+            for (index, element) in mirror.children.enumerated() { expectServesEveryField(element.value, path: "\(path)[\(index)]") }
+        case .optional?:
+            if let wrapped = mirror.children.first { expectServesEveryField(wrapped.value, path: path) }
+        case .struct? where String(reflecting: type(of: value)).hasPrefix("IPNConsole."):
+            guard let parent = value as? any MustacheParent else {
+                Issue.record("\(path): \(type(of: value)) does not serve its fields by name")
+                return
+            }
+            for child in mirror.children {
+                guard let label = child.label else { continue }
+                let field = Mirror(reflecting: child.value)
+                let isNil = field.displayStyle == .optional && field.children.isEmpty
+                if !isNil { #expect(parent.child(named: label) != nil, "\(path).\(label) is not served") }
+                expectServesEveryField(child.value, path: "\(path).\(label)")
+            }
+        default:
+            break
+        }
+    }
 }
