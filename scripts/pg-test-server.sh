@@ -6,8 +6,10 @@
 #                         made here: DIR/tls/ca.crt). A server left running in DIR is stopped
 #                         and its data thrown away first.
 #   stop DIR              fast shutdown; does nothing when no server runs there (safe twice)
-#   restart-immediate DIR pg_ctl restart -m immediate (a crash: no checkpoint, WAL replayed on
-#                         start), then waits until it accepts connections again
+#   restart-immediate DIR [DOWN]
+#                         pg_ctl restart -m immediate (a crash: no checkpoint, WAL replayed on
+#                         start), then waits until it accepts connections again; with DOWN, the
+#                         server stays down DOWN seconds before it starts again
 #   env DIR               prints the shell lines exporting IPND_TEST_PG_* (eval "$(... env DIR)")
 #   run COMMAND...        starts a server (--tcp) in a fresh /tmp/ipndpg.XXXXXX, runs COMMAND
 #                         with IPND_TEST_PG_* exported, then stops it and removes the directory,
@@ -30,7 +32,7 @@ SCRIPTS=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 die() { echo "pg-test-server: $*" >&2; exit 1; }
 
-usage() { sed -n '2,14p' "${BASH_SOURCE[0]}" >&2; exit 64; }
+usage() { sed -n '2,16p' "${BASH_SOURCE[0]}" >&2; exit 64; }
 
 # bin_dir [DATA]: the server binaries; those of the cluster's own version when DATA holds one,
 # else the newest installed.
@@ -286,10 +288,18 @@ EOF
 
 restart_immediate() {
     [ -f "$DIR/server.env" ] || die "no server was started in $DIR"
-    local bin port
+    local bin port down=${1:-0}
     bin=$(bin_dir "$DATA")
     port=$(sed -n 's/^port = //p' "$DATA/ipnd_test.conf")
-    if ! as_server_user "$bin/pg_ctl" restart -D "$DATA" -m immediate -l "$DIR/server.log" -w \
+    if [ "$down" != 0 ]; then
+        # A crash, then an outage of DOWN seconds before the server comes back.
+        as_server_user "$bin/pg_ctl" stop -D "$DATA" -m immediate -w -t "$READY_SECONDS" >/dev/null || true
+        sleep "$down"
+        if ! as_server_user "$bin/pg_ctl" start -D "$DATA" -l "$DIR/server.log" -w -t "$READY_SECONDS" >/dev/null; then
+            log_tail
+            die "the server in $DIR did not come back after an immediate stop"
+        fi
+    elif ! as_server_user "$bin/pg_ctl" restart -D "$DATA" -m immediate -l "$DIR/server.log" -w \
         -t "$READY_SECONDS" >/dev/null; then
         log_tail
         die "the server in $DIR did not come back after an immediate restart"
@@ -349,7 +359,7 @@ DATA=$DIR/data
 case "$command" in
     start) start_server "$@" ;;
     stop) [ $# -eq 0 ] || usage; [ -d "$DIR" ] || exit 0; stop_server ;;
-    restart-immediate) [ $# -eq 0 ] || usage; restart_immediate ;;
+    restart-immediate) [ $# -le 1 ] || usage; restart_immediate "${1:-0}" ;;
     env) [ $# -eq 0 ] || usage; [ -f "$DIR/server.env" ] || die "no server was started in $DIR"; cat "$DIR/server.env" ;;
     *) usage ;;
 esac

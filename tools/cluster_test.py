@@ -13,8 +13,9 @@ to the nodes at random, re-sent until acknowledged, as providers do. Scenarios (
   --load           a stream of new orders while a feed reader long-polls GET /api/v1/events on
                    alternate nodes: it must see every committed seq once, ascending
   --kills K        kill -9 a random node K times under load, restarting it each time
-  --pg-restarts R  restart PostgreSQL (pg_ctl restart -m immediate) R times under load: the
-                   nodes answer 503 while it is down and apply again after
+  --pg-restarts R  restart PostgreSQL (pg_ctl restart -m immediate) R times under load; with
+                   --pg-down S it stays down S seconds each time: the nodes answer 503 while it is
+                   down and apply again after
   --deliveries     a delivery target (tools/webhook_receiver.py): every event delivered at least
                    once, signed; with neither kills nor restarts, exactly once
 
@@ -71,8 +72,8 @@ class Postgres:
             raise RuntimeError(f"psql: {result.stderr.strip()}")
         return [line.split("\t") for line in result.stdout.splitlines() if line]
 
-    def restart(self):
-        subprocess.run([self.script, "restart-immediate", self.dir], check=True, stdout=subprocess.DEVNULL)
+    def restart(self, down=0):
+        subprocess.run([self.script, "restart-immediate", self.dir, str(down)], check=True, stdout=subprocess.DEVNULL)
 
     def stop(self):
         subprocess.run([self.script, "stop", self.dir], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -293,6 +294,14 @@ def verify(pg, orders, notifications):
     return failures, counts
 
 
+STARTED = time.time()
+
+
+def phase(name):
+    """Notes on stderr how long the run has taken when it reaches `name`."""
+    print(f"cluster-test: {time.time() - STARTED:6.1f}s {name}", file=sys.stderr, flush=True)
+
+
 def main():
     # A test runner may start this with signals blocked (its threads block them, and children
     # inherit the mask): the daemons and servers started from here must get SIGTERM and SIGQUIT.
@@ -305,6 +314,8 @@ def main():
     parser.add_argument("--load", action="store_true")
     parser.add_argument("--kills", type=int, default=0)
     parser.add_argument("--pg-restarts", type=int, default=0)
+    parser.add_argument("--pg-down", type=float, default=0,
+                        help="seconds PostgreSQL stays down after each crash (longer than ipnd's 5 s batch timeout: 503s)")
     parser.add_argument("--deliveries", action="store_true")
     parser.add_argument("--min-orders", type=int, default=60)
     parser.add_argument("--workers", type=int, default=8)
@@ -340,6 +351,7 @@ def main():
         cluster = Cluster(nodes)
         notifications = []
         orders = {}
+        phase("nodes started")
         if args.dedup:
             dups = dedup_scenario(cluster, args.dedup, run_id, failures)
             notifications += dups
@@ -375,7 +387,9 @@ def main():
                 node.start()
             for _ in range(args.pg_restarts):
                 time.sleep(rng.uniform(*args.gap))
-                pg.restart()
+                phase("restarting PostgreSQL")
+                pg.restart(args.pg_down)
+                phase("PostgreSQL back")
                 restarts += 1
             if not args.kills and not args.pg_restarts:
                 time.sleep(rng.uniform(*args.gap) * 3)
@@ -388,6 +402,7 @@ def main():
             notifications += [n for ns in load.orders.values() for n in ns]
             summary.update(kills=kills, pg_restarts=restarts, requests=load.counts["requests"],
                            answers_503=load.counts["status_503"])
+        phase("load done")
         if receiver:
             deadline = time.time() + 120
             while time.time() < deadline:
@@ -396,6 +411,7 @@ def main():
                 if seqs <= delivered:
                     break
                 time.sleep(0.3)
+        phase("deliveries done")
         if reader:
             # Let the reader catch up with the last commits, then stop it.
             newest = int(pg.psql("SELECT coalesce(max(seq), 0) FROM events")[0][0])
@@ -416,6 +432,7 @@ def main():
             delivery_failures, delivery_counts = verify_deliveries(pg, receiver, exactly_once=not args.kills and not args.pg_restarts)
             failures += delivery_failures
             summary.update(delivery_counts)
+        phase("feed done")
         for node in nodes:
             if node.process and node.process.poll() is None:
                 node.kill()

@@ -193,12 +193,14 @@ public final class Daemon: Sendable {
                 .init(service: deliveries),
                 .init(service: retention),
                 .init(service: RejectedStoreBudgetReporter(budget: budget, logger: logger, now: housekeeping.now)),
-                .init(service: Listener(
-                    application: providerApp, section: "server", host: config.server.host, port: config.server.port,
-                    isBound: { [self] in state.withLock { $0.providerPort != nil } })),
+                // The ops listener stops after the provider-facing one, which stops right after
+                // systemd hears STOPPING=1.
                 .init(service: Listener(
                     application: opsApp, section: "ops", host: config.ops.host, port: config.ops.port,
                     isBound: { [self] in state.withLock { $0.opsPort != nil } })),
+                .init(service: Listener(
+                    application: providerApp, section: "server", host: config.server.host, port: config.server.port,
+                    isBound: { [self] in state.withLock { $0.providerPort != nil } })),
                 .init(service: systemd),
             ],
             logger: logger

@@ -46,6 +46,21 @@ struct PGRow {
 }
 
 extension PostgresConnection {
+    /// Ends a transaction that failed: ROLLBACK. A connection that cannot take it (lost, or its
+    /// task cancelled mid-statement by a timeout) is closed, so that the pool never hands out one
+    /// still inside a transaction.
+    func rollBackOrClose(logger: Logger) async {
+        if Task.isCancelled {
+            try? await close()
+            return
+        }
+        do {
+            _ = try await query("ROLLBACK", logger: logger)
+        } catch {
+            try? await close()
+        }
+    }
+
     /// Runs `sql` and reads every row it returns.
     func rows(_ sql: SQL, logger: Logger) async throws -> [PGRow] {
         var rows: [PGRow] = []

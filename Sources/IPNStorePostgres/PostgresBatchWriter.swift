@@ -164,13 +164,39 @@ final class PostgresBatchWriter: Sendable {
         var connectionLost = false
     }
 
-    /// One transaction: BEGIN, the batch, COMMIT.
+    /// How long a batch may take, waiting for a connection included, before its jobs are
+    /// answered with a store error (503): a database that is down or unreachable must not hold
+    /// providers' requests until their own timeouts.
+    static let batchTimeout: Duration = .seconds(5)
+
+    /// One transaction: BEGIN, the batch, COMMIT, within `batchTimeout`.
     private func transaction(_ jobs: [WriteJob], now: String, routes: [DeliveryRoute]) async -> Result<[WriteResult], Failure> {
+        let committing = Locked(false)
+        do {
+            return try await withTimeout(Self.batchTimeout) { [self] in
+                await attempt(jobs, now: now, routes: routes, committing: committing)
+            }
+        } catch {
+            let inDoubt = committing.withLock { $0 }
+            return .failure(Failure(
+                error: StoreError(
+                    message: inDoubt
+                        ? "cannot commit within \(Self.batchTimeout) (its outcome is unknown)"
+                        : "cannot reach PostgreSQL within \(Self.batchTimeout)",
+                    commitInDoubt: inDoubt),
+                retryable: false, connectionLost: true))
+        }
+    }
+
+    private func attempt(
+        _ jobs: [WriteJob], now: String, routes: [DeliveryRoute], committing: Locked<Bool>
+    ) async -> Result<[WriteResult], Failure> {
         do {
             return try await client.withConnection { connection in
                 do {
                     _ = try await connection.query("BEGIN", logger: logger)
                 } catch {
+                    try? await connection.close()
                     return .failure(Failure(error: StoreError(postgres: error, doing: "begin a transaction"), retryable: false,
                                             connectionLost: true))
                 }
@@ -178,18 +204,20 @@ final class PostgresBatchWriter: Sendable {
                 do {
                     results = try await BatchRecorder(connection: connection, logger: logger, now: now, routes: routes).record(jobs)
                 } catch {
-                    _ = try? await connection.query("ROLLBACK", logger: logger)
+                    await connection.rollBackOrClose(logger: logger)
                     let retryable = (error as? PSQLError)?.isRetryable ?? false
                     return .failure(Failure(error: StoreError(postgres: error, doing: "record"), retryable: retryable,
                                             connectionLost: connection.isClosed))
                 }
                 do {
+                    committing.withLock { $0 = true }
                     _ = try await connection.query("COMMIT", logger: logger)
                 } catch {
                     if let server = error as? PSQLError, server.sqlState != nil {
                         // The server refused the commit (a serialization failure at commit): nothing was written.
                         return .failure(Failure(error: StoreError(postgres: error, doing: "commit"), retryable: server.isRetryable))
                     }
+                    try? await connection.close()
                     return .failure(Failure(
                         error: StoreError(postgres: error, doing: "commit (its outcome is unknown: the connection was lost)",
                                           commitInDoubt: true),

@@ -21,7 +21,7 @@ public final class PostgresStore: Store {
     private let node: String
 
     /// How long a write may wait for the database (a connection, a lock) before it answers 503.
-    static let writeTimeout: Duration = .seconds(10)
+    static let writeTimeout: Duration = .seconds(5)
 
     /// Connects with `configuration`, migrates (under the migration lock) unless `migrate` is
     /// false, in which case the schema must be this version's, and starts the writers.
@@ -150,7 +150,7 @@ public final class PostgresStore: Store {
                         _ = try await connection.query("COMMIT", logger: logger)
                         return value
                     } catch {
-                        _ = try? await connection.query("ROLLBACK", logger: logger)
+                        await connection.rollBackOrClose(logger: logger)
                         throw error
                     }
                 }

@@ -44,7 +44,8 @@ struct ClusterTests {
 
     @Test("PostgreSQL restarted under load (pg_ctl restart -m immediate): 503 while it is down, applied again after, nothing acknowledged lost")
     func databaseRestart() async throws {
-        let counts = try await cluster(["--pg-restarts", "2", "--deliveries", "--gap", "0.5", "1.0"])
+        // Down 7 s each time, longer than a batch may wait for the database (5 s).
+        let counts = try await cluster(["--pg-restarts", "2", "--pg-down", "7", "--deliveries", "--gap", "0.5", "1.0"])
         #expect(counts["pg_restarts"] == "2")
         #expect(Int(counts["answers_503"] ?? "") ?? 0 > 0, "no request met the restart: \(counts)")
         #expect(counts["acked_not_stored"] == "0")
