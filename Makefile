@@ -6,7 +6,7 @@ CONFIG ?= config/ipnd.dev.yaml
 # drive the tests' independent clients and the crash test.
 SYSTEM_PACKAGES := libssl-dev libsqlite3-dev pkg-config sqlite3 python3 openssl
 
-.PHONY: all deps build release run test pg-start pg-stop check-config bench profile clean fuzz fuzz-replay crash-test test-sanitizers
+.PHONY: all deps build release run test pg-start pg-stop check-config bench bench-console profile clean fuzz fuzz-replay crash-test test-sanitizers
 
 all: build
 
@@ -41,7 +41,9 @@ check-config: build
 # one (Debian's postgresql, a fresh cluster in /tmp/ipndpg.XXXXXX on a unix socket and on
 # 127.0.0.1 with TLS), hands its IPND_TEST_PG_* variables to the tests, and stops and removes
 # it afterwards, whether they passed or not.
-TEST_PACKAGES := systemd postgresql
+# chromium and chromium-driver: the console's browser test (tools/console_browser_test.py,
+# Selenium) drives Debian's headless Chromium; its screenshots need a font.
+TEST_PACKAGES := systemd postgresql chromium chromium-driver fonts-dejavu-core
 
 test: deps
 	@scripts/install-system-packages.sh $(TEST_PACKAGES)
@@ -90,11 +92,17 @@ fuzz-replay: deps
 clean:
 	rm -rf .build .build-fuzz .build-tsan .build-asan var
 
-# The load benchmark (issue 6): release build, 500k signed notifications, wrk, figures printed.
+# The load benchmark (issue 6): release build, 500k signed notifications, wrk, figures printed;
+# then the console's pages on a seeded store (CONSOLE=0 skips that pass).
 # STORE=postgres: the same on a private PostgreSQL server, one node then two (scripts/bench-postgres.sh).
 STORE ?= sqlite
 bench: deps
 	@if [ "$(STORE)" = postgres ]; then scripts/bench-postgres.sh; else scripts/bench.sh; fi
+
+# The console's page timings alone (issue 32): a store of 1,000,000 notifications and 200,000
+# orders seeded by direct SQL, p50/p99 per page. CONSOLE_STORE=PATH measures an existing seeded store.
+bench-console: deps
+	scripts/bench-console.sh
 
 # Instructions per notification and per /healthz request under valgrind's callgrind, and where
 # they go: the repeatable figure for comparing two builds (docs/benchmarks.md, "Fourth round").

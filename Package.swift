@@ -35,6 +35,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        // The ops console's templates.
+        .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.1.1"),
     ],
     targets: [
         // The system OpenSSL 3 (libssl-dev), reached through pkg-config.
@@ -108,11 +110,23 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The ops console: server-rendered pages on the ops listener, reading through the store
+        // protocols; its templates are Swift string literals, so they ship inside the binary.
+        .target(
+            name: "IPNConsole",
+            dependencies: [
+                "IPNCore", "IPNStore", "IPNConfig",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Mustache", package: "swift-mustache"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // HTTP listeners, middleware, sd_notify, lifecycle, metrics.
         .target(
             name: "IPNServer",
             dependencies: [
-                "IPNCore", "IPNStore", "IPNStoreSQLite", "IPNStorePostgres", "IPNConfig", "IPNDelivery",
+                "IPNCore", "IPNStore", "IPNStoreSQLite", "IPNStorePostgres", "IPNConfig", "IPNDelivery", "IPNConsole",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -196,8 +210,9 @@ let package = Package(
         .testTarget(
             name: "IPNServerTests",
             dependencies: [
-                "IPNServer", "IPNStore", "IPNStoreSQLite", "IPNConfig", "IPNCore", "IPNCommands", "IPNTestSupport",
+                "IPNServer", "IPNStore", "IPNStoreSQLite", "IPNConfig", "IPNCore", "IPNCommands", "IPNTestSupport", "IPNConsole",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Mustache", package: "swift-mustache"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "GRDB", package: "GRDB.swift"),

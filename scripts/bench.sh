@@ -168,3 +168,10 @@ if [ "${DELIVERIES:-1}" != 0 ]; then
     # shellcheck source=scripts/bench-deliveries.sh
     . scripts/bench-deliveries.sh
 fi
+
+# The ops console's pages on 1,000,000 notifications and 200,000 orders (issue 32); CONSOLE=0 skips it.
+if [ "${CONSOLE:-1}" != 0 ]; then
+    echo
+    echo "== console pages (scripts/bench-console.sh)"
+    scripts/bench-console.sh
+fi

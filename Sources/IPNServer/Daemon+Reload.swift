@@ -49,6 +49,9 @@ extension Daemon {
             }
         }
         live.replace(config)
+        // The API's bearer check and the console's sign-in share these; a console session made
+        // with a token that is no longer listed ends at its next request.
+        opsCredentials.replace(digests: config.ops.tokenDigests)
         if !needsRestart.isEmpty {
             logger.warning("config reloaded; these changes need a restart to take effect", metadata: [
                 "config": .string(old.path), "keys": .string(needsRestart.joined(separator: ",")),

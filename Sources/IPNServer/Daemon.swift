@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import IPNConfig
+import IPNConsole
 import IPNCore
 import IPNDelivery
 import IPNStore
@@ -28,6 +29,9 @@ public final class Daemon: Sendable {
     let metricsRegistry: MetricsRegistry
     let tally = NotificationTally()
     let notifier: SystemdNotifier
+    /// The accepted ops tokens, shared by the ops API and the console's sign-in (a reload
+    /// replaces them here).
+    public let opsCredentials: OpsCredentials
     let state = Locked(RunState())
 
     /// The ports the listeners are bound to (differs from the config when it says 0).
@@ -137,6 +141,7 @@ public final class Daemon: Sendable {
         self.notifier = notifier
         self.metricsRegistry = metricsRegistry
         metrics = metricsRegistry.server
+        opsCredentials = OpsCredentials(digests: config.ops.tokenDigests)
     }
 
     /// Serves until one of `signals` arrives or `shutdown()` is called, then drains in-flight
@@ -182,10 +187,12 @@ public final class Daemon: Sendable {
                 "ops_listener": "\(config.ops.host):\(config.ops.port)",
             ])
         }
+        let console = try OpsConsole(
+            store: store, config: live, credentials: opsCredentials, logger: logger, visibleText: VisibleText.escaping)
         let opsRouter = Routes.opsRouter(
             api: OpsAPI(config: live, store: store, logger: logger), health: health,
-            metrics: MetricsEndpoint(registry: metricsRegistry, store: store),
-            tokenDigests: config.ops.tokenDigests, logger: logger)
+            metrics: MetricsEndpoint(registry: metricsRegistry, store: store), console: console,
+            credentials: opsCredentials, logger: logger)
         let opsApp = Application(
             router: opsRouter,
             server: .http1(

@@ -20,6 +20,27 @@ public protocol StoreReading: Sendable {
     func deliveries(_ filter: DeliveryFilter) async throws(StoreError) -> [DeliveryRecord]
     /// Each delivery target the store knows of (configured or with deliveries): pause, backlog.
     func deliveryTargets() async throws(StoreError) -> [DeliveryTargetStatus]
+
+    // MARK: The ops console's reads. Each answers from an index or a few hundred rows at most,
+    // however large the store: the console's pages must stay fast on millions of notifications.
+
+    /// Notification counts per hour, provider, account, verdict and reason, for the hours
+    /// starting at or after `since` (`Timestamp` text; pass an hour's first millisecond to
+    /// include that hour). Read from counts kept as notifications are stored (see
+    /// `HourlyNotificationCount`), not by counting notifications; in no particular order.
+    func notificationCounts(since: String) async throws(StoreError) -> [HourlyNotificationCount]
+    /// How many orders carry `flag` (`amount_mismatch`), and the newest `limit` of them.
+    /// Flagged orders are few: a backend indexes the orders that carry any flag.
+    func flaggedOrders(_ flag: String, limit: Int) async throws(StoreError) -> FlaggedOrders
+    /// Orders of any provider and account whose reference starts with `search.referencePrefix`,
+    /// ascending by (reference, id), after `search.after`, at most `search.limit`: an index on
+    /// (order_ref, id) answers it.
+    func searchOrders(_ search: OrderSearch) async throws(StoreError) -> [OrderRecord]
+    /// One notification by id (raw body and stored headers when `includeRaw`); nil when unknown.
+    func notification(id: Int64, includeRaw: Bool) async throws(StoreError) -> NotificationRecord?
+    /// The deliveries of the events of order `orderID` (`OrderRecord.id`), newest first.
+    func deliveries(orderID: Int64) async throws(StoreError) -> [DeliveryRecord]
+
     /// Stored `rejected` notifications matching `selection`, ascending by id, at most
     /// `selection.limit`: each with its request as kept (target, headers, body) and the
     /// notifications `notifications reverify` already recorded from it (`reverified_from`).

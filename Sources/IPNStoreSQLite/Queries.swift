@@ -8,8 +8,8 @@ public enum Queries {
     public static func orders(_ db: Database, _ filter: OrderFilter) throws -> [OrderRecord] {
         try newestFirst(db, from: "orders", where: [
             ("provider = ?", filter.provider), ("account = ?", filter.account), ("state = ?", filter.state?.rawValue),
-            ("created_at >= ?", filter.since),
-        ], beforeID: filter.beforeID, limit: filter.limit).map(orderRecord)
+        ], since: filter.since.map { ("created_at", "orders_by_created_at", $0) }, beforeID: filter.beforeID,
+           limit: filter.limit).map(orderRecord)
     }
 
     public static func order(
@@ -199,6 +199,26 @@ public final class SQLiteReadOnlyStore: StoreReading {
 
     public func deliveryTargets() async throws(StoreError) -> [DeliveryTargetStatus] {
         try read { db in try DeliveryQueries.targets(db) }
+    }
+
+    public func notificationCounts(since: String) async throws(StoreError) -> [HourlyNotificationCount] {
+        try read { db in try ConsoleQueries.notificationCounts(db, since: since) }
+    }
+
+    public func flaggedOrders(_ flag: String, limit: Int) async throws(StoreError) -> FlaggedOrders {
+        try read { db in try ConsoleQueries.flaggedOrders(db, flag: flag, limit: limit) }
+    }
+
+    public func searchOrders(_ search: OrderSearch) async throws(StoreError) -> [OrderRecord] {
+        try read { db in try ConsoleQueries.searchOrders(db, search) }
+    }
+
+    public func notification(id: Int64, includeRaw: Bool) async throws(StoreError) -> NotificationRecord? {
+        try read { db in try ConsoleQueries.notification(db, id: id, includeRaw: includeRaw) }
+    }
+
+    public func deliveries(orderID: Int64) async throws(StoreError) -> [DeliveryRecord] {
+        try read { db in try DeliveryQueries.forOrder(db, orderID: orderID) }
     }
 
     public func rejectedRequests(_ selection: RejectedSelection) async throws(StoreError) -> [RejectedRequest] {

@@ -174,7 +174,7 @@ final class WriteStatements {
 /// The statements every notification runs.
 enum WriteSQL: Int, CaseIterable {
     case dedupKeyLookup, deliveryOrder, dedupKeyInsert, notificationInsert, transitionInsert, refundInsert
-    case orderByRef, orderByID, orderInsert, orderUpdate, eventInsert, deliveryInsert
+    case orderByRef, orderByID, orderInsert, orderUpdate, eventInsert, deliveryInsert, notificationCount
 
     /// The columns `SQLiteFactsReader` reads an order from, in its order.
     private static let orderColumns = """
@@ -237,6 +237,8 @@ enum WriteSQL: Int, CaseIterable {
             INSERT INTO deliveries (target, event_seq, order_id, state, next_attempt_at, created_at)
             VALUES (?, ?, ?, 'pending', ?, ?)
             """
+        case .notificationCount:
+            NotificationCounts.incrementSQL
         }
     }
 }

@@ -86,10 +86,13 @@ enum Recorder {
             for update in plan.waitingUpdates {
                 switch update {
                 case .applied(let id, let verdict, let reason, let detail):
+                    // Its hourly count moves from `unlinked` to the verdict it ends with.
+                    try NotificationCounts.remove(db, notificationID: id)
                     try db.cachedStatement(sql: """
                         UPDATE notifications SET verdict = ?, reason = ?, reason_detail = ?, order_id = ?, order_ref = ?,
                         pending_effect = NULL WHERE id = ?
                         """).execute(arguments: [verdict.rawValue, reason, detail, orderID, order.orderRef, id])
+                    try NotificationCounts.add(db, notificationID: id)
                 case .unreadable(let id, let detail):
                     try db.cachedStatement(sql: "UPDATE notifications SET reason_detail = ? WHERE id = ?").execute(arguments: [detail, id])
                 }
@@ -145,7 +148,12 @@ enum Recorder {
             .text(notification?.providerTxnID), .text(notification?.link?.key), .int(notification?.amount?.minor),
             .text(notification?.amount?.currency), .text(planned.detailJSON), .text(planned.pendingEffect),
             .int(request.reverifiedFrom))
-        return tx.db.lastInsertedRowID
+        let id = tx.db.lastInsertedRowID
+        // The overview's hourly count (`notification_counts`), in the same transaction.
+        try RawStatement(tx, .notificationCount).run(
+            .text(HourlyNotificationCount.hour(of: request.receivedAt)), .text(request.provider), .text(request.account),
+            .text(planned.verdict.rawValue), .text(planned.reason ?? ""))
+        return id
     }
 }
 

@@ -46,8 +46,15 @@ extension SQLiteStore: StoreCopying {
         try await database.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table.name)") ?? 0 }
     }
 
-    /// Nothing to do: SQLite gives out ids above the highest one, and AUTOINCREMENT keeps `seq`'s.
-    public func finishCopy() async throws(StoreError) {}
+    /// SQLite gives out ids above the highest one, and AUTOINCREMENT keeps `seq`'s; the console's
+    /// hourly counts, which the write path keeps and the copy does not carry, are counted anew
+    /// from the notifications copied.
+    public func finishCopy() async throws(StoreError) {
+        try await database.write { db in
+            try db.execute(sql: "DELETE FROM notification_counts")
+            try db.execute(sql: NotificationCounts.backfillSQL)
+        }
+    }
 
     private static func databaseValue(_ value: CopyValue) -> DatabaseValue {
         switch value {

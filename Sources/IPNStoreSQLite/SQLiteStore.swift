@@ -203,6 +203,26 @@ public final class SQLiteStore: Store {
         try await database.read { db in try DeliveryQueries.targets(db) }
     }
 
+    public func notificationCounts(since: String) async throws(StoreError) -> [HourlyNotificationCount] {
+        try await database.read { db in try ConsoleQueries.notificationCounts(db, since: since) }
+    }
+
+    public func flaggedOrders(_ flag: String, limit: Int) async throws(StoreError) -> FlaggedOrders {
+        try await database.read { db in try ConsoleQueries.flaggedOrders(db, flag: flag, limit: limit) }
+    }
+
+    public func searchOrders(_ search: OrderSearch) async throws(StoreError) -> [OrderRecord] {
+        try await database.read { db in try ConsoleQueries.searchOrders(db, search) }
+    }
+
+    public func notification(id: Int64, includeRaw: Bool) async throws(StoreError) -> NotificationRecord? {
+        try await database.read { db in try ConsoleQueries.notification(db, id: id, includeRaw: includeRaw) }
+    }
+
+    public func deliveries(orderID: Int64) async throws(StoreError) -> [DeliveryRecord] {
+        try await database.read { db in try DeliveryQueries.forOrder(db, orderID: orderID) }
+    }
+
     public func rejectedRequests(_ selection: RejectedSelection) async throws(StoreError) -> [RejectedRequest] {
         try await database.read { db in try RejectedQueries.requests(db, selection) }
     }

@@ -71,7 +71,7 @@ struct ReloadTests {
         // shop2 now takes only 10.0.0.0/8.
         let outside = try await daemon.postUnlimint("SHOP2-1", path: "/ipn/unlimint/shop2", secret: "shop2-secret")
         #expect(outside.status == 403, "\(outside.text)")
-        #expect(daemon.logs.captured.contains { $0.contains("reason=ip_not_allowed") && $0.contains("account=shop2") })
+        #expect(outside.text == "forbidden\n")
         // The ops token rotated.
         #expect(try await daemon.api("/api/v1/orders").status == 401)
         #expect(try await daemon.api("/api/v1/orders", token: "rotated-token").status == 200)

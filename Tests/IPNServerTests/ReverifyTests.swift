@@ -75,10 +75,14 @@ struct ReverifyTests {
         #expect(try wrong.count("SELECT COUNT(*) FROM notifications WHERE verdict = 'rejected' AND reason = 'bad_signature'") == 20)
         #expect(try wrong.count("SELECT COUNT(*) FROM notifications WHERE verdict = 'rejected' AND reason = 'bad_credentials'") == 1)
         #expect(try wrong.count("SELECT COUNT(*) FROM orders") == 0)
-        try await wrong.stop()
 
-        // The config fixed; the daemon restarted with it.
-        let daemon = try await TestDaemon.start(storeDirectory: storeDirectory)
+        // The config fixed and reloaded, as an operator does (SIGHUP): the same daemon goes on.
+        try wrong.editConfig { yaml in
+            yaml.replacingOccurrences(of: providersYAML(unlimintSecret: "typed-wrongly", juspayPassword: "typed-wrongly-too"),
+                                      with: providersYAML())
+        }
+        #expect(await wrong.daemon.reload() == .applied(needsRestart: []))
+        let daemon = wrong
         let rows = try daemon.count("SELECT COUNT(*) FROM notifications")
 
         // The dry run: 20 would apply, Juspay cannot be reverified; nothing is written.

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import IPNCore
 import IPNTestSupport
 import Testing
@@ -85,6 +86,21 @@ struct StoreCopyTests {
         let toSQLite = try await ipnd(["store", "copy", "--config", postgres, "--to", back], timeout: 60)
         #expect(toSQLite.status == 0, "\(toSQLite.stdout)\n\(toSQLite.stderr)")
         #expect(try await listings(back) == before)
+        // The console's hourly counts, which the write path keeps and the copy does not carry, are
+        // counted anew from the notifications copied into SQLite.
+        func hourlyCounts(_ path: String) throws -> [String] {
+            var configuration = Configuration()
+            configuration.readonly = true
+            return try DatabaseQueue(path: path, configuration: configuration).read { db in
+                try String.fetchAll(db, sql: """
+                    SELECT hour || ' ' || provider || ' ' || account || ' ' || verdict || ' ' || reason || ' ' || count
+                    FROM notification_counts ORDER BY 1
+                    """)
+            }
+        }
+        let copiedCounts = try hourlyCounts(directory.appendingPathComponent("back.sqlite").path)
+        let originalCounts = try hourlyCounts(daemon.config.store.path)
+        #expect(!copiedCounts.isEmpty && copiedCounts == originalCounts, "\(copiedCounts) vs \(originalCounts)")
         #expect(!before[2].isEmpty && before[2].split(separator: "\n").count >= 5)
 
         // A second copy into a store that now has rows is refused.

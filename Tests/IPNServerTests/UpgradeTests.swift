@@ -21,6 +21,10 @@ struct UpgradeTests {
         let versions = migrations.compactMap { Int($0.dropFirst().prefix { $0.isNumber }) }
         #expect(versions.count == migrations.count && versions == versions.sorted())
         #expect(Array(versions.prefix(5)) == [1, 2, 3, 4, 5] && versions.last == 7)
+        #expect(versions.contains(6))
+        // v6 counted the notifications already stored, hour by hour, for the console's overview.
+        #expect(try daemon.count("SELECT SUM(count) FROM notification_counts") == (try daemon.count("SELECT COUNT(*) FROM notifications")))
+        #expect(try daemon.count("SELECT SUM(count) FROM notification_counts WHERE verdict = 'rejected'") == 1)
 
         let orders = try await daemon.apiObject("/api/v1/orders").objects("items")
         #expect(orders.map { $0.string("order_ref") } == ["OLD-4", "OLD-3", "OLD-2", "OLD-1"])

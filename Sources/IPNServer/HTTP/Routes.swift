@@ -1,4 +1,5 @@
 import Hummingbird
+import IPNConsole
 import IPNCore
 import IPNStore
 import Logging
@@ -27,13 +28,15 @@ enum Routes {
         return router
     }
 
-    /// Health, `/metrics` (no token: the ops listener is private) and the ops API (bearer token).
+    /// Health, `/metrics` (no token: the ops listener is private), the ops API (bearer token)
+    /// and the console's pages (its own sign-in session, with the same tokens).
     static func opsRouter(
-        api: OpsAPI, health: HealthEndpoints, metrics: MetricsEndpoint, tokenDigests: [[UInt8]], logger: Logger
+        api: OpsAPI, health: HealthEndpoints, metrics: MetricsEndpoint, console: OpsConsole, credentials: OpsCredentials,
+        logger: Logger
     ) -> Router<IPNRequestContext> {
         let router = Router(context: IPNRequestContext.self)
         router.add(middleware: NotFoundMiddleware(json: true))
-        router.add(middleware: BearerAuthMiddleware(tokenDigests: tokenDigests, logger: logger))
+        router.add(middleware: BearerAuthMiddleware(credentials: credentials, logger: logger))
         router.add(middleware: MethodNotAllowedMiddleware(json: true, rules: [
             .init(allowed: [.get, .head]) {
                 ["/healthz", "/readyz", "/metrics", "/api/v1/orders", "/api/v1/notifications", "/api/v1/events",
@@ -47,9 +50,13 @@ enum Routes {
         health.register(on: router)
         metrics.register(on: router)
         api.register(on: router)
+        console.register(on: router)
         return router
     }
 }
+
+/// The console reads the client's address from the ops listener's context.
+extension IPNRequestContext: ConsoleRequestContext {}
 
 /// `GET /metrics`: Prometheus text format.
 struct MetricsEndpoint: Sendable {

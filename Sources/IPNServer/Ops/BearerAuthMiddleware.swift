@@ -1,20 +1,23 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import IPNConsole
 import IPNCore
 import IPNStore
 import Logging
 
 /// Guards the ops API (`/api/...`): `Authorization: Bearer <token>` whose SHA-256 is one of
-/// `ops.tokens_sha256`, compared in constant time against every digest. Anything else is 401
-/// with `WWW-Authenticate: Bearer`; with no digests configured, everyone gets 401.
+/// the accepted digests (`ops.tokens_sha256`, through `OpsCredentials`, which the console's
+/// sign-in shares), compared in constant time against every digest. Anything else is 401 with
+/// `WWW-Authenticate: Bearer`; with no digests configured, everyone gets 401. Other paths (the
+/// console's pages, which check their own session; health and metrics) pass through.
 struct BearerAuthMiddleware: RouterMiddleware {
     typealias Context = IPNRequestContext
-    let tokenDigests: [[UInt8]]
+    let credentials: OpsCredentials
     let logger: Logger
 
-    init(tokenDigests: [[UInt8]], logger: Logger) {
-        self.tokenDigests = tokenDigests
+    init(credentials: OpsCredentials, logger: Logger) {
+        self.credentials = credentials
         self.logger = logger
     }
 
@@ -45,13 +48,7 @@ struct BearerAuthMiddleware: RouterMiddleware {
     /// Whether exactly one `Authorization` field carries an accepted bearer token.
     func accepts(_ fields: [String]) -> Bool {
         guard fields.count == 1, let token = Self.bearerToken(fields[0]) else { return false }
-        let digest = Crypto.digest(.sha256, Array(token.utf8))
-        var matched = false
-        for accepted in tokenDigests {
-            // No early exit: the time taken does not say which digest (if any) matched.
-            if Crypto.constantTimeEquals(digest, accepted) { matched = true }
-        }
-        return matched
+        return credentials.accepts(token: token)
     }
 
     /// The token of `Bearer <token>` (scheme case-insensitive, RFC 6750); nil otherwise.

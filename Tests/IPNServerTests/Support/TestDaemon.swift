@@ -90,6 +90,7 @@ final class TestDaemon: Sendable {
         storeDirectory: URL? = nil,
         opsTokens: [String] = [opsToken],
         extraYAML: String = "",
+        opsYAML: String = "",
         deliveryRetryScale: Double = 1,
         postgresDatabase: (server: PostgresTestServer, database: String)? = nil,
         housekeeping: Daemon.Housekeeping = Daemon.Housekeeping()
@@ -126,6 +127,7 @@ final class TestDaemon: Sendable {
               host: 127.0.0.1
               port: 0
               tokens_sha256: [\(opsTokens.map { Hex.encode(Crypto.digest(.sha256, Array($0.utf8))) }.joined(separator: ", "))]
+              \(opsYAML)
             \(providersYAML)
             \(extraYAML)
             """
