@@ -163,6 +163,17 @@ enum PostgresSchema {
             CREATE INDEX notifications_by_reverified_from ON notifications (reverified_from) WHERE reverified_from IS NOT NULL;
             """,
         ]),
+        // The console's order lists, as SQLite's v6: search by reference prefix across
+        // providers, the few flagged orders, and a provider's (account's) orders newest first
+        // read in index order.
+        ("p3: the ops console's order indexes", [
+            """
+            CREATE INDEX orders_by_ref ON orders (order_ref, id);
+            CREATE INDEX orders_flagged ON orders (id) WHERE flags <> '';
+            CREATE INDEX orders_by_provider ON orders (provider, id);
+            CREATE INDEX orders_by_account ON orders (provider, account, id);
+            """,
+        ]),
     ]
 
     /// Brings the database to this version's schema, under the migration lock; refuses one a

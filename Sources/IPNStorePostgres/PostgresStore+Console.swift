@@ -4,12 +4,10 @@ import PostgresNIO
 
 /// The ops console's reads (`StoreReading`), answering as the SQLite store does.
 ///
-/// Still to do for large stores (the SQLite store has them since its v6 migration): the
-/// hourly counts are counted here from the notifications in the window, where SQLite keeps a
-/// `notification_counts` table in the write transaction (one upsert per notification, keyed by
-/// hour of received_at, provider, account, verdict and reason ''-for-none; a waiting
-/// notification's verdict change moves one); and indexes on orders (order_ref COLLATE "C", id)
-/// and orders (id) WHERE flags <> ''.
+/// The order lists read through the p3 indexes. The overview's hourly counts are counted from
+/// the notifications of the window (through `notifications_by_received_at`), where SQLite keeps
+/// a `notification_counts` table in the write transaction: here a shared counter row per hour
+/// would be a lock every node's batch waits on, so the count is paid by the page that shows it.
 extension PostgresStore {
     public func notificationCounts(since: String) async throws(StoreError) -> [HourlyNotificationCount] {
         var sql = SQL()
