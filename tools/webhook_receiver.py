@@ -53,6 +53,11 @@ class Receiver(http.server.BaseHTTPRequestHandler):
     def do_POST(self):
         length = int(self.headers.get("Content-Length", "0"))
         body = self.rfile.read(length)
+        if len(body) < length:
+            # The sender went away mid-request (ipnd killed with -9 while sending): no request
+            # arrived, as any HTTP server sees it. ipnd attempts it again after its restart.
+            self.close_connection = True
+            return
         headers = {name.lower(): value for name, value in self.headers.items()}
         verified = []
         for secret in self.server.options.secret:
