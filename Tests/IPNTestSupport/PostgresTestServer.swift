@@ -239,19 +239,26 @@ public enum PostgresTestServerError: Error, CustomStringConvertible {
 /// the pipe and stall it.
 private final class OutputCollector: @unchecked Sendable {
     private let finished = DispatchSemaphore(value: 0)
-    private var data = Data()  // written by the reader thread before `finished` is signalled
+    private let lock = NSLock()
+    private var data = Data()  // guarded by `lock`
 
     init(_ pipe: Pipe) {
         let handle = pipe.fileHandleForReading
         Thread.detachNewThread { [self] in
-            data = handle.readDataToEndOfFile()
+            while true {
+                let chunk = handle.availableData
+                if chunk.isEmpty { break }
+                lock.withLock { data.append(chunk) }
+            }
             finished.signal()
         }
     }
 
-    /// Waits for the end of the pipe and returns what came through it.
-    public func text() -> String {
-        finished.wait()
-        return String(decoding: data, as: UTF8.self)
+    /// What came through the pipe, once it ended, or after `seconds` if something the child
+    /// started still holds its end open (a server it forked that kept the descriptor): the
+    /// test then goes on with what was written rather than wait for that process to exit.
+    func text(waitingAtMost seconds: Double = 10) -> String {
+        _ = finished.wait(timeout: .now() + seconds)
+        return lock.withLock { String(decoding: data, as: UTF8.self) }
     }
 }
