@@ -174,7 +174,7 @@ let package = Package(
         ),
         .testTarget(
             name: "IPNCoreTests",
-            dependencies: ["IPNCore"],
+            dependencies: ["IPNCore", "IPNTestSupport"],
             resources: [.copy("Fixtures")],
             swiftSettings: swiftSettings
         ),

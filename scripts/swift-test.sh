@@ -11,9 +11,20 @@ trap 'rm -f "$log"' EXIT
 # A hung suite (a deadlock in a test) must end the run with a message, well inside CI's 90
 # minutes, rather than use them up. timeout signals its whole process group: swift test and
 # the test process it starts.
+#
+# The output goes to the log file and is followed from there, not through a pipe: if the test
+# process crashes, the daemons and receivers it started live on, holding whatever descriptor
+# it gave them; a pipe they hold would never end, and the run would wait for them. Afterwards
+# any such orphan (its command line names this run's TMPDIR) is killed.
 limit=${IPND_TEST_TIME_LIMIT:-1500}
-timeout -k 15 "$limit" "${SWIFT:-swift}" test "$@" 2>&1 | tee "$log"
-status=${PIPESTATUS[0]}
+timeout -k 15 "$limit" "${SWIFT:-swift}" test "$@" >"$log" 2>&1 </dev/null &
+runner=$!
+tail -n +1 --pid="$runner" -f "$log"
+wait "$runner"
+status=$?
+if [ -n "${TMPDIR:-}" ] && [ "${TMPDIR:-}" != /tmp ]; then
+    pkill -KILL -f -- "$TMPDIR/" 2>/dev/null || true
+fi
 if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
     echo
     echo "== swift test did not finish within ${limit} s (IPND_TEST_TIME_LIMIT): a test hangs =="

@@ -164,28 +164,41 @@ final class PostgresBatchWriter: Sendable {
         var connectionLost = false
     }
 
-    /// How long a batch may take, waiting for a connection included, before its jobs are
-    /// answered with a store error (503): a database that is down or unreachable must not hold
-    /// providers' requests until their own timeouts.
+    /// How long a batch may take to reach its COMMIT, waiting for a connection included, before
+    /// its jobs are answered with a store error (503): a database that is down or unreachable
+    /// must not hold providers' requests until their own timeouts.
     static let batchTimeout: Duration = .seconds(5)
+    /// How long a batch may take in all once its COMMIT is sent: the database answered every
+    /// statement before it, and a slow flush of its WAL (seconds, on a busy disk) is not an
+    /// outage; past this the outcome is unknown and the jobs get 503.
+    static let commitTimeout: Duration = .seconds(15)
 
-    /// One transaction: BEGIN, the batch, COMMIT, within `batchTimeout`.
+    /// One transaction: BEGIN, the batch, COMMIT, within `batchTimeout` up to the COMMIT and
+    /// `commitTimeout` in all.
     private func transaction(_ jobs: [WriteJob], now: String, routes: [DeliveryRoute]) async -> Result<[WriteResult], Failure> {
         let committing = Locked(false)
-        do {
-            return try await withTimeout(Self.batchTimeout) { [self] in
-                await attempt(jobs, now: now, routes: routes, committing: committing)
+        let outcome = await withTaskGroup(of: Result<[WriteResult], Failure>?.self) { group in
+            group.addTask { [self] in await attempt(jobs, now: now, routes: routes, committing: committing) }
+            group.addTask {
+                var waited: Duration = .zero
+                while waited < Self.batchTimeout || (committing.withLock { $0 } && waited < Self.commitTimeout) {
+                    guard (try? await Task.sleep(for: .milliseconds(100))) != nil else { return nil }
+                    waited += .milliseconds(100)
+                }
+                return nil
             }
-        } catch {
-            let inDoubt = committing.withLock { $0 }
-            return .failure(Failure(
-                error: StoreError(
-                    message: inDoubt
-                        ? "cannot commit within \(Self.batchTimeout) (its outcome is unknown)"
-                        : "cannot reach PostgreSQL within \(Self.batchTimeout)",
-                    commitInDoubt: inDoubt),
-                retryable: false, connectionLost: true))
+            defer { group.cancelAll() }
+            return await group.next() ?? nil
         }
+        if let outcome { return outcome }
+        let inDoubt = committing.withLock { $0 }
+        return .failure(Failure(
+            error: StoreError(
+                message: inDoubt
+                    ? "cannot commit within \(Self.commitTimeout) (its outcome is unknown)"
+                    : "cannot reach PostgreSQL within \(Self.batchTimeout)",
+                commitInDoubt: inDoubt),
+            retryable: false, connectionLost: true))
     }
 
     private func attempt(

@@ -1,4 +1,5 @@
 import Foundation
+import IPNTestSupport
 import Testing
 
 @testable import IPNCore
@@ -614,7 +615,7 @@ private func pemArmoured(_ base64: String) -> String {
 
         /// Runs the openssl command line tool; its standard output, or nil when it fails.
         static func openssl(_ arguments: [String]) throws -> [UInt8]? {
-            let process = Process()
+            let process = ChildProcess()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
             process.arguments = ["openssl"] + arguments
             let output = Pipe()

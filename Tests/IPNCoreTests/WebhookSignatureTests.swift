@@ -1,4 +1,5 @@
 import Foundation
+import IPNTestSupport
 import IPNCore
 import Testing
 
@@ -177,7 +178,7 @@ struct WebhookReferenceLibraryTests {
 /// Runs python3 with `arguments`, returning its exit status and what it printed.
 enum PythonChecker {
     static func run(_ arguments: [String]) -> (status: Int32, output: String) {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3"] + arguments
         let pipe = Pipe()

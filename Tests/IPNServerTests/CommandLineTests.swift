@@ -1,4 +1,5 @@
 import Foundation
+import IPNTestSupport
 import Testing
 
 /// The built `ipnd` binary, beside the test bundle in the build folder.
@@ -34,7 +35,7 @@ func runProcess(_ executable: URL, _ arguments: [String], environment: [String: 
 
 private func blockingRun(_ executable: URL, _ arguments: [String], environment: [String: String]?,
                          timeout: Double) throws -> CommandResult {
-    let process = Process()
+    let process = ChildProcess()
     process.executableURL = executable
     process.arguments = arguments
     if let environment { process.environment = environment }

@@ -192,7 +192,7 @@ struct ExampleReceiverTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ipnd-example-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let database = directory.appendingPathComponent("orders.db").path
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", repositoryRoot.appendingPathComponent("tools/example_receiver.py").path]
         process.environment = ProcessInfo.processInfo.environment.merging(

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import IPNTestSupport
 import GRDB
 import IPNConfig
 import IPNCore
@@ -687,7 +688,7 @@ struct ProductionTests {
                 .replacingOccurrences(of: "/usr/local/bin/ipnd", with: ipndBinary.path)
             try Data(text.utf8).write(to: directory.appendingPathComponent(name))
         }
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["systemd-analyze", "verify"] + ["ipnd.service", "ipnd-backup.service", "ipnd-backup.timer"]
             .map { directory.appendingPathComponent($0).path }

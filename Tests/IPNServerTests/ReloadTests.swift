@@ -165,6 +165,13 @@ struct ReloadTests {
             let status: Int?
         }
         let sending = Locked(true)
+        let answered = Locked(0)
+        /// Waits until `count` requests more than `from` have been answered (or 60 s went by):
+        /// progress, not a fixed time, so that a slow machine still sends enough on each side.
+        func waitForAnswers(_ count: Int, after from: Int) async throws {
+            let deadline = Date().addingTimeInterval(60)
+            while answered.withLock({ $0 }) < from + count, Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        }
         let load = Task { () -> [Sent] in
             await withTaskGroup(of: [Sent].self) { group in
                 for worker in 0..<4 {
@@ -188,6 +195,7 @@ struct ReloadTests {
                                 status = Int(response.status.code)
                             }
                             sent.append(Sent(secret: secret, started: started, ended: Date(), status: status))
+                            answered.withLock { $0 += 1 }
                             index += 1
                         }
                         return sent
@@ -196,14 +204,14 @@ struct ReloadTests {
                 return await group.reduce(into: []) { $0 += $1 }
             }
         }
-        try await Task.sleep(for: .seconds(1))
+        try await waitForAnswers(24, after: 0)
         // The operator's rotation: the provider now signs with the new secret.
         try writeSecret("secret-after")
         let hangUp = Date()
         daemon.signal(SIGHUP)
         let reloadMessages = await notify.receive(for: 20) { $0.hasPrefix("READY=1") }
         let reloaded = Date()
-        try await Task.sleep(for: .seconds(1))
+        try await waitForAnswers(24, after: answered.withLock { $0 })
         sending.withLock { $0 = false }
         let sent = await load.value
 

@@ -172,7 +172,7 @@ public struct PostgresTestServer: Sendable {
     private static func run(_ executable: String, _ arguments: [String],
                             timeout: Double) throws(PostgresTestServerError) -> String {
         let command = ([executable] + arguments).joined(separator: " ")
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("PG") }

@@ -1,9 +1,10 @@
 import Foundation
+import IPNTestSupport
 import IPNCore
 
 /// The built `ipnd serve` binary as a child process, started the way the systemd unit starts it.
 final class DaemonProcess: Sendable {
-    let process: Process
+    let process: ChildProcess
     private let stderrLines = Locked<[String]>([])
     private let ports = Locked<(provider: Int, ops: Int)?>(nil)
     private let stderrClosed = Locked(false)
@@ -12,7 +13,7 @@ final class DaemonProcess: Sendable {
     /// With `journalStream`, `$JOURNAL_STREAM` names the stderr pipe, as systemd names the
     /// journal's stream.
     init(configPath: String, environment: [String: String] = [:], launcher: [String] = [], journalStream: Bool = false) throws {
-        let process = Process()
+        let process = ChildProcess()
         if launcher.isEmpty {
             process.executableURL = ipndBinary
             process.arguments = ["serve", "--config", configPath]

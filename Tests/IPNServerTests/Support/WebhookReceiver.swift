@@ -1,4 +1,5 @@
 import Foundation
+import IPNTestSupport
 import IPNCore
 import Testing
 
@@ -25,7 +26,7 @@ final class WebhookReceiver: @unchecked Sendable {
     let secrets: [String]
     let logPath: String
     let controlPath: String
-    private let process: Process
+    private let process: ChildProcess
 
     /// A fresh `whsec_` secret of 32 random bytes.
     static func newSecret() -> String {
@@ -58,7 +59,7 @@ final class WebhookReceiver: @unchecked Sendable {
         self.logPath = logPath ?? directory.appendingPathComponent("requests.jsonl").path
         controlPath = directory.appendingPathComponent("mode").path
         self.secrets = secrets
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", repositoryRoot.appendingPathComponent("tools/webhook_receiver.py").path,
                              "--port", String(port), "--mode", mode, "--log", self.logPath, "--control", controlPath]
