@@ -66,7 +66,8 @@ STAMP=$(date +%s)
 "$BIN/ipnd-bench" generate --config "$WORK/ipnd.yaml" --count "$((COUNT / 2))" --output "$WORK/two-b.bin" --prefix "P3$STAMP" >/dev/null
 
 start_node() { # PORT LOG: prints the pid
-    IPND_SERVER_PORT=$1 IPND_OPS_PORT=$(($1 + 1)) "$BIN/ipnd" serve --config "$WORK/ipnd.yaml" 2>"$2" &
+    # Its stdout not the $(...) pipe: the caller's substitution would wait for the node to exit.
+    IPND_SERVER_PORT=$1 IPND_OPS_PORT=$(($1 + 1)) "$BIN/ipnd" serve --config "$WORK/ipnd.yaml" >/dev/null 2>"$2" &
     echo $!
 }
 PID=$(start_node "$PORT" "$WORK/node1.log")
