@@ -36,7 +36,9 @@ check-config: build
 	.build/debug/ipnd check-config --config $(CONFIG)
 
 # The tests also run `systemd-analyze verify` on deploy/ipnd.service. scripts/swift-test.sh
-# repeats what failed at the end of the output, where CI's tail of the log shows it.
+# repeats what failed at the end of the output, where CI's tail of the log shows it. The
+# console's browser test leaves its screenshots (every page at 1280 and 360 px) in
+# $(IPND_TEST_ARTIFACTS)/console, .build/test-artifacts/console unless set.
 # The PostgreSQL store's tests need a server: scripts/pg-test-server.sh run starts a throwaway
 # one (Debian's postgresql, a fresh cluster in /tmp/ipndpg.XXXXXX on a unix socket and on
 # 127.0.0.1 with TLS), hands its IPND_TEST_PG_* variables to the tests, and stops and removes
@@ -45,12 +47,16 @@ check-config: build
 # Selenium) drives Debian's headless Chromium; its screenshots need a font.
 TEST_PACKAGES := systemd postgresql chromium chromium-driver fonts-dejavu-core
 
+IPND_TEST_ARTIFACTS ?= $(CURDIR)/.build/test-artifacts
+
 test: deps
 	@scripts/install-system-packages.sh $(TEST_PACKAGES)
 	@scripts/install-python-packages.sh
 	chmod 600 config/ipnd.dev.yaml
 	$(SWIFT) build --build-tests
-	SWIFT=$(SWIFT) scripts/pg-test-server.sh run scripts/with-tmpdir.sh scripts/swift-test.sh --skip-build
+	rm -rf "$(IPND_TEST_ARTIFACTS)/console"
+	IPND_TEST_ARTIFACTS="$(IPND_TEST_ARTIFACTS)" SWIFT=$(SWIFT) \
+		scripts/pg-test-server.sh run scripts/with-tmpdir.sh scripts/swift-test.sh --skip-build
 
 # The same server for a developer's own `swift test --filter ...` or editor: start it, load its
 # variables into the shell, run tests as often as wanted, stop it:
