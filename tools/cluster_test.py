@@ -25,6 +25,7 @@ transition. It prints `cluster-test: key=value ...` and `cluster-test: PASS`, or
 """
 import argparse
 import base64
+import faulthandler
 import collections
 import http.client
 import json
@@ -303,6 +304,9 @@ def phase(name):
 
 
 def main():
+    # Stopped from outside (the test harness's timeout sends SIGTERM first): every thread's
+    # stack on stderr, so a hang says where it was.
+    faulthandler.register(signal.SIGTERM, all_threads=True, chain=True)
     # A test runner may start this with signals blocked (its threads block them, and children
     # inherit the mask): the daemons and servers started from here must get SIGTERM and SIGQUIT.
     signal.pthread_sigmask(signal.SIG_SETMASK, set())

@@ -24,6 +24,7 @@ It prints the counts and exits non-zero on any violation.
 """
 import argparse
 import base64
+import faulthandler
 import collections
 import http.client
 import json
@@ -415,6 +416,9 @@ def verify_deliveries(store, receiver):
 
 
 def main():
+    # Stopped from outside (the test harness's timeout sends SIGTERM first): every thread's
+    # stack on stderr, so a hang says where it was.
+    faulthandler.register(signal.SIGTERM, all_threads=True, chain=True)
     # A test runner may start this with signals blocked (its threads block them, and children
     # inherit the mask): the daemons and servers started from here must get SIGTERM and SIGQUIT.
     signal.pthread_sigmask(signal.SIG_SETMASK, set())

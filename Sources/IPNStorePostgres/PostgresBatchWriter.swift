@@ -177,19 +177,15 @@ final class PostgresBatchWriter: Sendable {
     /// `commitTimeout` in all.
     private func transaction(_ jobs: [WriteJob], now: String, routes: [DeliveryRoute]) async -> Result<[WriteResult], Failure> {
         let committing = Locked(false)
-        let outcome = await withTaskGroup(of: Result<[WriteResult], Failure>?.self) { group in
-            group.addTask { [self] in await attempt(jobs, now: now, routes: routes, committing: committing) }
-            group.addTask {
-                var waited: Duration = .zero
-                while waited < Self.batchTimeout || (committing.withLock { $0 } && waited < Self.commitTimeout) {
-                    guard (try? await Task.sleep(for: .milliseconds(100))) != nil else { return nil }
-                    waited += .milliseconds(100)
-                }
-                return nil
+        let outcome = await race({ [self] in
+            await attempt(jobs, now: now, routes: routes, committing: committing)
+        }, until: {
+            var waited: Duration = .zero
+            while waited < Self.batchTimeout || (committing.withLock { $0 } && waited < Self.commitTimeout) {
+                guard (try? await Task.sleep(for: .milliseconds(100))) != nil else { return }
+                waited += .milliseconds(100)
             }
-            defer { group.cancelAll() }
-            return await group.next() ?? nil
-        }
+        })
         if let outcome { return outcome }
         let inDoubt = committing.withLock { $0 }
         return .failure(Failure(

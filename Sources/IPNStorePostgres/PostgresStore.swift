@@ -171,18 +171,54 @@ struct TimedOut: Error, CustomStringConvertible {
     var description: String { "no answer from PostgreSQL within \(limit)" }
 }
 
-/// Runs `body`, cancelling it and throwing `TimedOut` once `limit` has passed.
+/// Runs `body`, cancelling it and throwing `TimedOut` once `limit` has passed, without waiting
+/// for it to end (`race`).
 func withTimeout<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-    try await withThrowingTaskGroup(of: T?.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(for: limit)
-            return nil
+    let result = await race({ () async -> Result<T, any Error> in
+        do {
+            return .success(try await body())
+        } catch {
+            return .failure(error)
         }
-        defer { group.cancelAll() }
-        guard let first = try await group.next() else { throw CancellationError() }
-        guard let value = first else { throw TimedOut(limit: limit) }
-        return value
+    }, until: { try? await Task.sleep(for: limit) })
+    guard let result else { throw TimedOut(limit: limit) }
+    return try result.get()
+}
+
+/// `work`'s value, or nil once `deadline` returns first; `work` is then cancelled and left to
+/// end on its own, in the background.
+///
+/// Not a task group: a group waits for all its children, and a call into postgres-nio that does
+/// not end on cancellation (a query on a connection lost while PostgreSQL restarted) would then
+/// hold the caller, and every request waiting for it, for good. A transaction that ends after
+/// its deadline was answered as not committed, or as in doubt: the provider's retry is then a
+/// duplicate or applied, never counted twice.
+func race<T: Sendable>(
+    _ work: @escaping @Sendable () async -> T, until deadline: @escaping @Sendable () async -> Void
+) async -> T? {
+    let resumed = Locked(false)
+    let timer = Locked<Task<Void, Never>?>(nil)
+    return await withCheckedContinuation { (continuation: CheckedContinuation<T?, Never>) in
+        /// True for the first caller only.
+        @Sendable func claim() -> Bool {
+            resumed.withLock { done in
+                defer { done = true }
+                return !done
+            }
+        }
+        let worker = Task {
+            let value = await work()
+            timer.withLock { $0 }?.cancel()
+            if claim() { continuation.resume(returning: value) }
+        }
+        timer.withLock {
+            $0 = Task {
+                await deadline()
+                guard !Task.isCancelled, claim() else { return }
+                worker.cancel()
+                continuation.resume(returning: nil)
+            }
+        }
     }
 }
 

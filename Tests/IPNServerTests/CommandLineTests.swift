@@ -36,6 +36,8 @@ func runProcess(_ executable: URL, _ arguments: [String], environment: [String: 
 private func blockingRun(_ executable: URL, _ arguments: [String], environment: [String: String]?,
                          timeout: Double) throws -> CommandResult {
     let process = ChildProcess()
+    // Its own process group: on a timeout, whatever it started goes with it.
+    process.startsProcessGroup = true
     process.executableURL = executable
     process.arguments = arguments
     if let environment { process.environment = environment }
@@ -57,6 +59,8 @@ private func blockingRun(_ executable: URL, _ arguments: [String], environment: 
         let killAt = Date().addingTimeInterval(5)
         while process.isRunning, Date() < killAt { usleep(20_000) }
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        // The daemons and receivers a tool started, orphaned now.
+        kill(-process.processIdentifier, SIGKILL)
     }
     process.waitUntilExit()
     return CommandResult(status: process.terminationStatus, stdout: stdout.text(), stderr: stderr.text())
@@ -65,20 +69,26 @@ private func blockingRun(_ executable: URL, _ arguments: [String], environment: 
 /// Reads a pipe to its end on a thread of its own.
 final class PipeReader: @unchecked Sendable {
     private let done = DispatchSemaphore(value: 0)
-    private var data = Data()
+    private let lock = NSLock()
+    private var data = Data()  // guarded by `lock`
 
     init(_ pipe: Pipe) {
         let handle = pipe.fileHandleForReading
         Thread.detachNewThread { [self] in
-            data = handle.readDataToEndOfFile()
+            while true {
+                let chunk = handle.availableData
+                if chunk.isEmpty { break }
+                lock.withLock { data.append(chunk) }
+            }
             done.signal()
         }
     }
 
-    /// Waits for the end of the pipe (blocking: call it on a dedicated thread).
-    func text() -> String {
-        done.wait()
-        return String(decoding: data, as: UTF8.self)
+    /// What came through the pipe, once it ended, or after `seconds` if a process the child
+    /// started outlives it holding the pipe (blocking: call it on a dedicated thread).
+    func text(waitingAtMost seconds: Double = 10) -> String {
+        _ = done.wait(timeout: .now() + seconds)
+        return lock.withLock { String(decoding: data, as: UTF8.self) }
     }
 }
 

@@ -24,6 +24,9 @@ public final class ChildProcess: @unchecked Sendable {
     public var standardInput: Any?
     public var standardOutput: Any?
     public var standardError: Any?
+    /// Starts the child as the leader of a process group of its own (`kill(-pid, ...)` then
+    /// reaches whatever it starts).
+    public var startsProcessGroup = false
 
     private let lock = NSLock()
     private var pid: pid_t = 0
@@ -71,7 +74,12 @@ public final class ChildProcess: @unchecked Sendable {
         var none = sigset_t()
         sigemptyset(&none)
         posix_spawnattr_setsigmask(&attributes, &none)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+        var flags = POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK
+        if startsProcessGroup {
+            flags |= POSIX_SPAWN_SETPGROUP
+            posix_spawnattr_setpgroup(&attributes, 0)
+        }
+        posix_spawnattr_setflags(&attributes, Int16(flags))
 
         let argv: [UnsafeMutablePointer<CChar>?] = ([path] + (arguments ?? [])).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
