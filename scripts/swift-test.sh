@@ -34,7 +34,7 @@ if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
     awk '
         /^◇ Test .* started\.$/ { name = $0; sub(/^◇ Test /, "", name); sub(/ started\.$/, "", name); open[name] = 1; next }
         /^(✔|✘) Test / {
-            for (n in open) if (index($0, "Test " n " passed") || index($0, "Test " n " failed")) delete open[n]
+            for (n in open) if (index($0, "Test " n " passed") || index($0, "Test " n " failed") || index($0, "Test " n " with ")) delete open[n]
         }
         END { for (n in open) print "  " n }
     ' "$log" | grep -v '^  case passing' | head -n 40
