@@ -66,32 +66,6 @@ private func blockingRun(_ executable: URL, _ arguments: [String], environment: 
     return CommandResult(status: process.terminationStatus, stdout: stdout.text(), stderr: stderr.text())
 }
 
-/// Reads a pipe to its end on a thread of its own.
-final class PipeReader: @unchecked Sendable {
-    private let done = DispatchSemaphore(value: 0)
-    private let lock = NSLock()
-    private var data = Data()  // guarded by `lock`
-
-    init(_ pipe: Pipe) {
-        let handle = pipe.fileHandleForReading
-        Thread.detachNewThread { [self] in
-            while true {
-                let chunk = handle.availableData
-                if chunk.isEmpty { break }
-                lock.withLock { data.append(chunk) }
-            }
-            done.signal()
-        }
-    }
-
-    /// What came through the pipe, once it ended, or after `seconds` if a process the child
-    /// started outlives it holding the pipe (blocking: call it on a dedicated thread).
-    func text(waitingAtMost seconds: Double = 10) -> String {
-        _ = done.wait(timeout: .now() + seconds)
-        return lock.withLock { String(decoding: data, as: UTF8.self) }
-    }
-}
-
 func writeConfig(_ yaml: String, mode: Int = 0o600) throws -> String {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ipnd-cli-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

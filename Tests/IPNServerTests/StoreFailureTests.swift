@@ -1,32 +1,25 @@
 import Foundation
 import GRDB
 import IPNCore
+import IPNTestSupport
 @testable import IPNStore
 import Testing
 
 /// Runs a command (looked up on PATH, output discarded), returning its exit status, or -1 when
-/// it could not start or was killed by a signal. `posix_spawnp` and `waitpid` on its own pid,
-/// not Foundation's `Process`: a 2-core CI run once hung in `Process.waitUntilExit` for a
-/// `mount` on the cooperative pool, and the pool's other thread then starved the test whose
-/// pipe reader needed it.
+/// it could not start or was killed by a signal. `ChildProcess` and a wait on its own pid, not
+/// Foundation's `Process`: a 2-core CI run once hung in `Process.waitUntilExit` for a `mount` on
+/// the cooperative pool, and the pool's other thread then starved the test whose pipe reader
+/// needed it.
 @discardableResult
 func run(_ arguments: [String]) -> Int32 {
-    guard let command = arguments.first else { return -1 }
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-    let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-    defer { argv.forEach { free($0) } }
-    var pid: pid_t = 0
-    guard posix_spawnp(&pid, command, &actions, nil, argv, environ) == 0 else { return -1 }
-    var status: Int32 = 0
-    while waitpid(pid, &status, 0) < 0 {
-        guard errno == EINTR else { return -1 }
-    }
-    // WIFEXITED and WEXITSTATUS, which Swift does not import as functions.
-    return status & 0x7f == 0 ? (status >> 8) & 0xff : -1
+    let process = ChildProcess()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = arguments
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    guard (try? process.run()) != nil else { return -1 }
+    process.waitUntilExit()
+    return process.endedBySignal ? -1 : process.terminationStatus
 }
 
 /// Whether this machine lets tests mount a small tmpfs (root with CAP_SYS_ADMIN).

@@ -188,8 +188,8 @@ public struct PostgresTestServer: Sendable {
         } catch {
             throw .launchFailed(command: command, reason: "\(error)")
         }
-        let output = OutputCollector(standardOutput)
-        let errors = OutputCollector(standardError)
+        let output = PipeReader(standardOutput)
+        let errors = PipeReader(standardError)
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning, Date() < deadline { usleep(10_000) }
         let timedOut = process.isRunning
@@ -232,33 +232,5 @@ public enum PostgresTestServerError: Error, CustomStringConvertible {
         case let .unexpectedOutput(command, output):
             "\(command) printed what is not a list of plain `export NAME=VALUE` lines: \(output)"
         }
-    }
-}
-
-/// Reads a pipe to its end on a thread of its own, so that a child's large output cannot fill
-/// the pipe and stall it.
-private final class OutputCollector: @unchecked Sendable {
-    private let finished = DispatchSemaphore(value: 0)
-    private let lock = NSLock()
-    private var data = Data()  // guarded by `lock`
-
-    init(_ pipe: Pipe) {
-        let handle = pipe.fileHandleForReading
-        Thread.detachNewThread { [self] in
-            while true {
-                let chunk = handle.availableData
-                if chunk.isEmpty { break }
-                lock.withLock { data.append(chunk) }
-            }
-            finished.signal()
-        }
-    }
-
-    /// What came through the pipe, once it ended, or after `seconds` if something the child
-    /// started still holds its end open (a server it forked that kept the descriptor): the
-    /// test then goes on with what was written rather than wait for that process to exit.
-    func text(waitingAtMost seconds: Double = 10) -> String {
-        _ = finished.wait(timeout: .now() + seconds)
-        return lock.withLock { String(decoding: data, as: UTF8.self) }
     }
 }
