@@ -305,20 +305,13 @@ struct BatchRecorder {
         var dedup = ColumnBatch(4)
         var links = ColumnBatch(4)
         for (plan, notificationID, orderID) in planned {
-            func cause(_ cause: Cause) -> Int64? {
-                switch cause {
-                case .planned: notificationID
-                case .stored(let id): id
-                case .none: nil
-                }
-            }
             if let orderID {
                 for transition in plan.transitions {
                     transitions.add([.int(orderID), .text(transition.from?.rawValue), .text(transition.to.rawValue), .text(now),
-                                     .int(cause(transition.cause))])
+                                     .int(transition.cause.notificationID(planned: notificationID))])
                 }
                 for refund in plan.refunds {
-                    refunds.add([.int(orderID), .text(refund.refundID), .int(refund.amountMinor), .int(cause(refund.cause))])
+                    refunds.add([.int(orderID), .text(refund.refundID), .int(refund.amountMinor), .int(refund.cause.notificationID(planned: notificationID))])
                 }
             }
             if let key = plan.dedupKey, let request = plan.notification?.request, let notificationID {
@@ -467,15 +460,10 @@ struct BatchRecorder {
             for event in plan.events {
                 let seq = seqs[next]
                 next += 1
-                let cause: Int64? = switch event.cause {
-                case .planned: notificationID
-                case .stored(let id): id
-                case .none: nil
-                }
                 events.add([
                     .int(seq), .text(UUID().uuidString.lowercased()), .text(event.type.rawValue), .text(now), .text(order.scope.provider),
                     .text(order.scope.account), .int(orderID), .text(order.orderRef), .text(event.orderJSON), .text(event.from?.rawValue),
-                    .text(event.to.rawValue), .text(event.flag), .int(cause), .text(event.providerStatus),
+                    .text(event.to.rawValue), .text(event.flag), .int(event.cause.notificationID(planned: notificationID)), .text(event.providerStatus),
                 ])
                 for target in event.routes {
                     deliveries.add([.text(target), .int(seq), .int(orderID), .text(now), .text(now)])

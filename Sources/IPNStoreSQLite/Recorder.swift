@@ -50,22 +50,15 @@ enum Recorder {
             }
             notificationID = try insertNotification(planned, orderID: linkedOrder, tx)
         }
-        func causeID(_ cause: Cause) -> Int64? {
-            switch cause {
-            case .planned: notificationID
-            case .stored(let id): id
-            case .none: nil
-            }
-        }
         if let orderID {
             for transition in plan.transitions {
                 try RawStatement(tx, .transitionInsert).run(
                     .int(orderID), .text(transition.from?.rawValue), .text(transition.to.rawValue), .text(tx.now),
-                    .int(causeID(transition.cause)))
+                    .int(transition.cause.notificationID(planned: notificationID)))
             }
             for refund in plan.refunds {
                 try RawStatement(tx, .refundInsert).run(
-                    .int(orderID), .text(refund.refundID), .int(refund.amountMinor), .int(causeID(refund.cause)))
+                    .int(orderID), .text(refund.refundID), .int(refund.amountMinor), .int(refund.cause.notificationID(planned: notificationID)))
             }
         }
         if let key = plan.dedupKey, let request = plan.notification?.request {
@@ -101,7 +94,7 @@ enum Recorder {
                 try RawStatement(tx, .eventInsert).run(
                     .text(UUID().uuidString.lowercased()), .text(event.type.rawValue), .text(tx.now), .text(scope.provider),
                     .text(scope.account), .int(orderID), .text(order.orderRef), .text(event.orderJSON),
-                    .text(event.from?.rawValue), .text(event.to.rawValue), .text(event.flag), .int(causeID(event.cause)),
+                    .text(event.from?.rawValue), .text(event.to.rawValue), .text(event.flag), .int(event.cause.notificationID(planned: notificationID)),
                     .text(event.providerStatus))
                 let seq = db.lastInsertedRowID
                 for target in event.routes {

@@ -60,6 +60,16 @@ public enum Cause: Sendable, Equatable {
     case stored(Int64)
     /// None: an expectation.
     case none
+
+    /// The id of the notification that caused the row: `planned` when the plan's own
+    /// notification did (nil until it is stored, or when the plan stores none).
+    public func notificationID(planned: Int64?) -> Int64? {
+        switch self {
+        case .planned: planned
+        case .stored(let id): id
+        case .none: nil
+        }
+    }
 }
 
 /// The order a notification row names.
