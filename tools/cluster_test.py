@@ -101,29 +101,9 @@ TOKEN = "cluster-test-token"
 TOKEN_DIGEST = __import__("hashlib").sha256(TOKEN.encode()).hexdigest()
 
 
-class Node(crash_test.Daemon):
-    """A daemon that also tells its ops port."""
-
-    def start(self, timeout=60):
-        process = subprocess.Popen([self.binary, "serve", "--config", self.config], stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.PIPE, env=self.environment)
-        ready = threading.Event()
-        found = {}
-
-        def read():
-            for line in process.stderr:
-                self.log.write(line)
-                match = re.search(rb"msg=listening .*ops_listener=127\.0\.0\.1:(\d+) provider_listener=127\.0\.0\.1:(\d+)", line)
-                if match:
-                    found["ops"], found["port"] = int(match.group(1)), int(match.group(2))
-                    ready.set()
-            self.log.flush()
-        threading.Thread(target=read, daemon=True).start()
-        if not ready.wait(timeout):
-            process.kill()
-            raise RuntimeError(f"ipnd did not start listening within {timeout}s (see {self.log.name})")
-        with self.lock:
-            self.process, self.port, self.ops = process, found["port"], found["ops"]
+# A node is crash_test's daemon: started, killed with SIGKILL, started again; its provider and
+# ops ports follow.
+Node = crash_test.Daemon
 
 
 class Cluster:

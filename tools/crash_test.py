@@ -144,6 +144,7 @@ class Daemon:
         self.environment = environment
         self.process = None
         self.port = None
+        self.ops = None
         self.lock = threading.Lock()
 
     def start(self, timeout=60):
@@ -157,7 +158,8 @@ class Daemon:
                 self.log.write(line)
                 match = re.search(rb"msg=listening .*provider_listener=127\.0\.0\.1:(\d+)", line)
                 if match:
-                    found["port"] = int(match.group(1))
+                    ops = re.search(rb"ops_listener=127\.0\.0\.1:(\d+)", line)
+                    found["port"], found["ops"] = int(match.group(1)), int(ops.group(1)) if ops else None
                     ready.set()
             self.log.flush()
         threading.Thread(target=read, daemon=True).start()
@@ -165,7 +167,7 @@ class Daemon:
             process.kill()
             raise RuntimeError(f"ipnd did not start listening within {timeout}s (see {self.log.name})")
         with self.lock:
-            self.process, self.port = process, found["port"]
+            self.process, self.port, self.ops = process, found["port"], found["ops"]
 
     def kill(self):
         with self.lock:
