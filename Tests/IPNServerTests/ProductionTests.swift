@@ -356,7 +356,9 @@ struct ProductionTests {
     @Test("a client sending headers byte by byte slower than the timeout is cut off; others are served meanwhile",
           arguments: ["header", "body"])
     func slowClient(phase: String) async throws {
-        let daemon = try await TestDaemon.start(serverYAML: "  request_timeout_seconds: 2")
+        // 4 s: on a loaded 2-core machine a normal request has taken over 2 s, and one must
+        // be served while the slow client is still held.
+        let daemon = try await TestDaemon.start(serverYAML: "  request_timeout_seconds: 4")
         let port = daemon.ports.provider
         // The first request pays for one-time set-up (slow under a sanitizer); not the one timed.
         let warmUp = UnlimintRequests.body(order: "WARM-\(phase)", id: "warm", status: "COMPLETED")
@@ -378,7 +380,7 @@ struct ProductionTests {
                 if send(fd, &value, 1, Int32(MSG_NOSIGNAL)) < 0 { return (true, Date().timeIntervalSince(start)) }
                 let received = recv(fd, &buffer, buffer.count, 0)
                 if received == 0 { return (true, Date().timeIntervalSince(start)) }
-                if Date().timeIntervalSince(start) > 8 { break }
+                if Date().timeIntervalSince(start) > 12 { break }
                 usleep(100_000)
             }
             return (false, Date().timeIntervalSince(start))
@@ -396,7 +398,7 @@ struct ProductionTests {
         }
         let outcome = await slow
         #expect(outcome.closed, "the slow connection was not closed")
-        #expect(outcome.after >= 1.9 && outcome.after < 7, "closed after \(outcome.after)s")
+        #expect(outcome.after >= 3.9 && outcome.after < 11, "closed after \(outcome.after)s")
         #expect(servedAt.filter { $0 < outcome.after }.count >= 1, "served at \(servedAt), slow client cut at \(outcome.after)")
         #expect(try daemon.count("SELECT COUNT(*) FROM orders WHERE state = 'paid'") == 6)
         #expect(daemon.logs.captured.contains { $0.contains("request not received in time") })
