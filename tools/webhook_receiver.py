@@ -75,6 +75,8 @@ class Receiver(http.server.BaseHTTPRequestHandler):
         answer = "200"
         if mode == "gone":
             answer = "410"
+        elif mode == "hang":
+            answer = "timeout"
         elif mode == "flaky" and random.random() < self.server.options.fail_rate:
             answer = random.choice(["500", "reset", "timeout"])
         elif mode == "retry-after":
@@ -133,7 +135,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--secret", action="append", required=True, help="whsec_... (repeat for each)")
-    parser.add_argument("--mode", default="ok", choices=["ok", "flaky", "gone", "retry-after"])
+    parser.add_argument("--mode", default="ok", choices=["ok", "flaky", "gone", "retry-after", "hang"])
     parser.add_argument("--fail-rate", type=float, default=0.3)
     parser.add_argument("--hang", type=float, default=3.0, help="seconds a 'timeout' answer holds the request")
     parser.add_argument("--retry-after", type=int, default=1)

@@ -26,6 +26,8 @@ public final class DeliveryService: Service, Sendable {
     /// 1) shortens them for drills and tests.
     private let retryScale: Double
     private let state = Locked(State())
+    /// The HTTP clients' event loops and the delivery tasks' executors, at a lower priority.
+    let threads = DeliveryThreads()
 
     /// How long a claimed delivery is leased, in milliseconds: renewed every third of it while its
     /// attempt runs, so another node takes over one whose node died within this (and a poll).
@@ -59,7 +61,7 @@ public final class DeliveryService: Service, Sendable {
         self.shutdownGrace = shutdownGrace
         self.retryScale = min(1, max(0.001, retryScale))
         leaseLength = 1000 * (ProcessInfo.processInfo.environment["IPND_DELIVERY_LEASE_SECONDS"].flatMap(Int64.init).map { min(300, max(3, $0)) } ?? 45)
-        let sender = try WebhookSender(targets: targets, userAgent: userAgent)
+        let sender = try WebhookSender(targets: targets, userAgent: userAgent, eventLoopGroup: threads.group)
         state.withLock { state in
             state.targets = targets
             state.sender = sender
@@ -105,6 +107,7 @@ public final class DeliveryService: Service, Sendable {
         leases.cancel()
         wakeups.cancel()
         await state.withLock { $0.sender }?.shutdown()
+        await threads.shutdown()
     }
 
     /// Replaces the targets (a reload). Unchanged targets change nothing. Otherwise every
@@ -113,7 +116,7 @@ public final class DeliveryService: Service, Sendable {
     /// delivery is never attempted by an old and a new loop at once, so order per order holds.
     public func update(targets: [DeliveryTarget]) async throws {
         guard state.withLock({ $0.targets != targets }) else { return }
-        let sender = try WebhookSender(targets: targets, userAgent: userAgent)
+        let sender = try WebhookSender(targets: targets, userAgent: userAgent, eventLoopGroup: threads.group)
         let (old, oldSender) = state.withLock { state -> ([TargetWorker], WebhookSender?) in
             defer {
                 state.workers = [:]
@@ -159,7 +162,7 @@ public final class DeliveryService: Service, Sendable {
     private func renewLeases() async {
         while !Task.isCancelled {
             try? await Task.sleep(for: leaseRenewal)
-            let ids = state.withLock { $0.workers.values.flatMap { $0.inFlightIDs } }
+            let ids = state.withLock { $0.workers.values.flatMap { $0.leasedIDs } }
             guard !ids.isEmpty else { continue }
             do {
                 try await store.renewLeases(ids: ids, owner: owner, until: Self.timestamp(offset: leaseLength))
@@ -175,15 +178,19 @@ public final class DeliveryService: Service, Sendable {
 
     // MARK: One attempt
 
-    fileprivate func attempt(_ delivery: DeliveryAttempt, target: DeliveryTarget, sender: WebhookSender) async {
+    /// Sends `delivery` and decides what came of it; nil when the attempt was abandoned
+    /// (shutdown), having given the delivery back: due again at once, not counted as an attempt.
+    /// The outcome is for the caller to record.
+    func attempt(_ delivery: DeliveryAttempt, target: DeliveryTarget, sender: WebhookSender) async
+        -> DeliveryAttemptOutcome?
+    {
         let body = Array(RecordJSON.event(delivery.event).text.utf8)
         let answer: WebhookSender.Answer
         do {
             answer = try await sender.send(body, id: delivery.event.id, to: target)
         } catch {
-            // Abandoned (shutdown): given back, due again at once, not counted as an attempt.
-            try? await store.releaseDeliveries(ids: [delivery.id], owner: owner, now: Self.timestamp())
-            return
+            await release([delivery.id])
+            return nil
         }
         let nowMillis = Int64(Date().timeIntervalSince1970 * 1000)
         let now = Timestamp.format(epochMilliseconds: nowMillis)
@@ -224,19 +231,47 @@ public final class DeliveryService: Service, Sendable {
                 logger.error("delivery target not paused: store unavailable", metadata: ["target": .string(target.name), "error": "\(error)"])
             }
         }
-        let record = DeliveryAttemptOutcome(
+        return DeliveryAttemptOutcome(
             id: delivery.id, attemptedAt: now, status: answer.status,
             error: outcome == .delivered ? nil : answer.error.map { String($0.prefix(500)) }, outcome: outcome)
+    }
+
+    /// Records attempts' outcomes in one write.
+    func record(_ outcomes: [DeliveryAttemptOutcome], target: DeliveryTarget) async {
         do {
-            try await store.finishDeliveries([record], owner: owner)
+            try await store.finishDeliveries(outcomes, owner: owner)
         } catch {
-            // The lease runs out and the delivery is attempted again: at least once.
-            logger.error("delivery outcome not recorded; it will be attempted again", metadata: metadata.merging(
-                ["store_error": "\(error)"], uniquingKeysWith: { $1 }))
+            // The leases run out and the deliveries are attempted again: at least once.
+            logger.error("delivery outcomes not recorded; they will be attempted again", metadata: [
+                "target": .string(target.name), "deliveries": .string(outcomes.map { String($0.id) }.joined(separator: " ")),
+                "store_error": "\(error)",
+            ])
         }
     }
 
-    fileprivate func claim(_ target: DeliveryTarget, limit: Int) async -> [DeliveryAttempt] {
+    /// Gives back deliveries leased but not attempted: due again at once.
+    func release(_ ids: [Int64]) async {
+        guard !ids.isEmpty else { return }
+        try? await store.releaseDeliveries(ids: ids, owner: owner, now: Self.timestamp())
+    }
+
+    /// Waits, up to `maxYield`, while `busyRecording` or more notifications are being recorded:
+    /// providers' notifications come first, and the deliveries' claims and outcomes wait for a
+    /// lull. Under a steady flood of notifications, deliveries still go on, one round of
+    /// writes per `maxYield`.
+    func yieldToProviders() async {
+        let deadline = ContinuousClock.now + Self.maxYield
+        while store.recording.count >= Self.busyRecording, ContinuousClock.now < deadline, !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(2))
+        }
+    }
+
+    /// Notifications being recorded at once that make delivery wait: a few requests at a time is
+    /// ordinary traffic, more is a burst.
+    static let busyRecording = 4
+    static let maxYield: Duration = .milliseconds(100)
+
+    func claim(_ target: DeliveryTarget, limit: Int) async -> [DeliveryAttempt] {
         do {
             return try await store.claimDeliveries(
                 target: target.name, limit: limit, now: Self.timestamp(), leaseUntil: Self.timestamp(offset: leaseLength),
@@ -248,79 +283,3 @@ public final class DeliveryService: Service, Sendable {
     }
 }
 
-/// One target's loop: claims what is due while it has room for more in flight, sends each in a
-/// task of its own, and sleeps until an attempt ends, the store says events committed, or the
-/// poll interval passes.
-private final class TargetWorker: Sendable {
-    let target: DeliveryTarget
-    let sender: WebhookSender
-    unowned let service: DeliveryService
-    private let wakeSignal = EventSignal()
-    private let state = Locked(WorkerState())
-
-    struct WorkerState {
-        var inFlight: Set<Int64> = []
-        var task: Task<Void, Never>?
-        var stopping = false
-    }
-
-    init(target: DeliveryTarget, sender: WebhookSender, service: DeliveryService) {
-        self.target = target
-        self.sender = sender
-        self.service = service
-    }
-
-    var inFlightIDs: [Int64] { state.withLock { Array($0.inFlight) } }
-
-    func wake() { wakeSignal.signal() }
-
-    func start() {
-        let task = Task { await loop() }
-        state.withLock { $0.task = task }
-    }
-
-    /// Stops claiming; waits up to `grace` for the attempts in flight, then abandons them.
-    func stop(grace: Duration) async {
-        let task = state.withLock { state -> Task<Void, Never>? in
-            state.stopping = true
-            return state.task
-        }
-        wake()
-        guard let task else { return }
-        let deadline = ContinuousClock.now + grace
-        while ContinuousClock.now < deadline, !state.withLock({ $0.inFlight.isEmpty }) {
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        task.cancel()
-        await task.value
-    }
-
-    private func loop() async {
-        await withDiscardingTaskGroup { group in
-            while true {
-                let generation = wakeSignal.generation
-                let (stopping, room) = state.withLock { ($0.stopping, target.maxInFlight - $0.inFlight.count) }
-                if stopping { break }
-                var claimed: [DeliveryAttempt] = []
-                if room > 0 {
-                    claimed = await service.claim(target, limit: room)
-                    state.withLock { state in for delivery in claimed { state.inFlight.insert(delivery.id) } }
-                    for delivery in claimed {
-                        group.addTask { [self] in
-                            await service.attempt(delivery, target: target, sender: sender)
-                            state.withLock { _ = $0.inFlight.remove(delivery.id) }
-                            wake()
-                        }
-                    }
-                }
-                // More may be due at once when the claim filled the room; otherwise wait.
-                if claimed.isEmpty || claimed.count < room {
-                    await wakeSignal.wait(since: generation, timeout: DeliveryService.pollInterval)
-                }
-                if Task.isCancelled { break }
-            }
-            // Cancelled (the grace ran out) or stopping: the group waits for its attempts, which
-            // give their deliveries back when cancelled.
-        }
-    }
-}

@@ -33,12 +33,13 @@ public final class WebhookSender: Sendable {
     private let clients: [String: HTTPClient]
     private let userAgent: String
 
-    /// One HTTP client per trust configuration the targets need: the system's CAs, and each
-    /// `ca_file`.
-    public init(targets: [DeliveryTarget], userAgent: String) throws {
+    /// One HTTP client per trust configuration and timeout the targets need (the system's CAs,
+    /// each `ca_file`; each `timeout_seconds`, which is also the client's read timeout).
+    /// - Parameter eventLoopGroup: the threads the clients run on; NIO's shared ones when nil.
+    public init(targets: [DeliveryTarget], userAgent: String, eventLoopGroup: (any EventLoopGroup)? = nil) throws {
         var clients: [String: HTTPClient] = [:]
         for target in targets {
-            let key = target.caFile ?? ""
+            let key = Self.clientKey(target)
             guard clients[key] == nil else { continue }
             var tls = TLSConfiguration.makeClientConfiguration()
             if let caFile = target.caFile {
@@ -46,13 +47,18 @@ public final class WebhookSender: Sendable {
             }
             var configuration = HTTPClient.Configuration(
                 tlsConfiguration: tls, redirectConfiguration: .disallow,
-                timeout: .init(connect: .seconds(10)), decompression: .disabled)
+                timeout: .init(connect: .seconds(10), read: .seconds(Int64(target.timeoutSeconds))), decompression: .disabled)
             configuration.connectionPool = .init(idleTimeout: .seconds(50), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)
             configuration.httpVersion = .http1Only
-            clients[key] = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+            clients[key] = HTTPClient(
+                eventLoopGroupProvider: eventLoopGroup.map { .shared($0) } ?? .singleton, configuration: configuration)
         }
         self.clients = clients
         self.userAgent = userAgent
+    }
+
+    private static func clientKey(_ target: DeliveryTarget) -> String {
+        "\(target.timeoutSeconds) \(target.caFile ?? "")"
     }
 
     /// Sends `body` as event `id` to `target`, signed now. Cancelling the task abandons the
@@ -63,7 +69,7 @@ public final class WebhookSender: Sendable {
             let (seconds, attoseconds) = (ContinuousClock.now - started).components
             return Double(seconds) + Double(attoseconds) / 1e18
         }
-        guard let client = clients[target.caFile ?? ""] else {
+        guard let client = clients[Self.clientKey(target)] else {
             return Answer(status: nil, error: "no HTTP client for this target (reload?)", body: [], seconds: 0)
         }
         var request = HTTPClientRequest(url: target.url)
@@ -75,34 +81,34 @@ public final class WebhookSender: Sendable {
             request.headers.add(name: name, value: value)
         }
         request.body = .bytes(ByteBuffer(bytes: body))
-        let prepared = request
-        let timeout = TimeAmount.seconds(Int64(target.timeoutSeconds))
         do {
-            return try await withDeadline(.seconds(target.timeoutSeconds)) {
-                let response = try await client.execute(prepared, timeout: timeout)
-                var answer = Answer(status: Int(response.status.code), retryAfter: response.headers.first(name: "Retry-After"),
-                                    error: nil, body: [], seconds: 0)
-                var received: [UInt8] = []
-                do {
-                    for try await part in response.body {
-                        if received.count < Self.bodyLimit { received += part.readableBytesView.prefix(Self.bodyLimit - received.count) }
-                    }
-                } catch {
-                    if !(200...299).contains(Int(response.status.code)) { answer.error = "answer body: \(Self.describe(error))" }
+            // The answer's head must come within the target's timeout; its body may then take
+            // no pause longer than that (the client's read timeout): a 2xx head delivers.
+            let response = try await client.execute(request, timeout: .seconds(Int64(target.timeoutSeconds)))
+            var answer = Answer(status: Int(response.status.code), retryAfter: response.headers.first(name: "Retry-After"),
+                                error: nil, body: [], seconds: 0)
+            var received: [UInt8] = []
+            do {
+                for try await part in response.body {
+                    if received.count < Self.bodyLimit { received += part.readableBytesView.prefix(Self.bodyLimit - received.count) }
                 }
-                answer.body = received
-                if !(200...299).contains(Int(response.status.code)), answer.error == nil {
-                    answer.error = "HTTP \(response.status.code)"
-                }
-                answer.seconds = elapsed()
-                return answer
+            } catch {
+                if Task.isCancelled { throw CancellationError() }
+                if !(200...299).contains(Int(response.status.code)) { answer.error = "answer body: \(Self.describe(error))" }
             }
+            answer.body = received
+            if !(200...299).contains(Int(response.status.code)), answer.error == nil {
+                answer.error = "HTTP \(response.status.code)"
+            }
+            answer.seconds = elapsed()
+            return answer
         } catch is CancellationError {
             throw CancellationError()
-        } catch let error as DeadlinePassed {
-            return Answer(status: nil, error: "no answer within \(target.timeoutSeconds) s (\(error))", body: [], seconds: elapsed())
         } catch {
             if Task.isCancelled { throw CancellationError() }
+            if let error = error as? HTTPClientError, error == .deadlineExceeded {
+                return Answer(status: nil, error: "no answer within \(target.timeoutSeconds) s (timeout)", body: [], seconds: elapsed())
+            }
             return Answer(status: nil, error: Self.describe(error), body: [], seconds: elapsed())
         }
     }
@@ -126,25 +132,5 @@ public final class WebhookSender: Sendable {
         if let error = error as? NIOSSLError { return "TLS: \(error)" }
         if let error = error as? BoringSSLError { return "TLS: \(error)" }
         return "\(error)".prefix(300).description
-    }
-}
-
-/// `body` ran past its deadline.
-struct DeadlinePassed: Error, CustomStringConvertible {
-    var description: String { "timeout" }
-}
-
-/// Runs `body`, cancelling it and throwing `DeadlinePassed` once `limit` has passed.
-func withDeadline<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-    try await withThrowingTaskGroup(of: T?.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(for: limit)
-            return nil
-        }
-        defer { group.cancelAll() }
-        guard let first = try await group.next() else { throw CancellationError() }
-        guard let value = first else { throw DeadlinePassed() }
-        return value
     }
 }

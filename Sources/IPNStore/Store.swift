@@ -70,6 +70,9 @@ public protocol Store: StoreReading {
     func registerDeliveryTargets(_ names: [String]) async throws(StoreError)
     /// Told when this process commits events (another node's commits are found by polling).
     var eventSignal: EventSignal { get }
+    /// Counts the notifications being recorded by this process right now: how busy providers
+    /// keep it. Delivery holds its own writes back while they are many.
+    var recording: InFlightCount { get }
 
     /// Takes up to `limit` deliveries of `target` that are due at `now` and first in line for
     /// their order, leasing them to `owner` until `leaseUntil`.

@@ -12,6 +12,7 @@ import PostgresNIO
 public final class PostgresStore: Store {
     public let location: String
     public let eventSignal = EventSignal()
+    public let recording = InFlightCount()
     let client: PostgresClient
     let logger: Logger
     private let writer: PostgresBatchWriter
@@ -67,6 +68,8 @@ public final class PostgresStore: Store {
     // MARK: Writes
 
     public func record(_ entry: InboxEntry) async throws(StoreError) -> RecordOutcome {
+        recording.enter()
+        defer { recording.leave() }
         guard case .recorded(let outcome) = try await writer.submit(.record(entry)) else {
             throw StoreError(message: "the writer answered a notification with something else")
         }

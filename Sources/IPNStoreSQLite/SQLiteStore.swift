@@ -41,11 +41,14 @@ public final class SQLiteStore: Store {
     }
 
     public var path: String { database.path }
+    public let recording = InFlightCount()
     public var maxBatch: Int { writer.maxBatch }
 
     // MARK: Writes
 
     public func record(_ entry: InboxEntry) async throws(StoreError) -> RecordOutcome {
+        recording.enter()
+        defer { recording.leave() }
         let prepared = PreparedEntry(entry)
         return try await writer.submit { tx in try Recorder.record(prepared, in: tx) }
     }

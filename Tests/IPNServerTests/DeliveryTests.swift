@@ -143,6 +143,38 @@ struct DeliveryTests {
         try await daemon.stop()
     }
 
+    @Test("a graceful stop with an attempt in flight and more claimed behind it: the attempt ends within its timeout, the claimed ones are given back unattempted and unleased, and a restart sends them all", arguments: Backend.allCases)
+    func gracefulStop(backend: Backend) async throws {
+        let secret = WebhookReceiver.newSecret()
+        let receiver = try WebhookReceiver(secrets: [secret], mode: "hang", arguments: ["--hang", "30"])
+        defer { receiver.stop() }
+        let yaml = deliveriesYAML(url: receiver.url, secrets: [secret], extra: "max_in_flight: 1")
+        let daemon = try await TestDaemon.start(backend: backend, extraYAML: yaml, deliveryRetryScale: testRetryScale)
+        for index in 0..<8 { try await daemon.deliver("unlimint", order: "GS-\(index)", status: "COMPLETED") }
+        // One attempt hangs at the receiver; the worker has claimed the next ones behind it.
+        _ = try await receiver.wait(timeout: 20) { !$0.isEmpty }
+        try await daemon.stop()
+        let attempted = try Set(receiver.requests().map(\.seq))
+        #expect(attempted.count == 1, "max_in_flight 1: \(attempted)")
+        let rows = try daemon.rows("SELECT event_seq, state, attempts, lease_owner FROM deliveries ORDER BY event_seq")
+        #expect(rows.count == 8)
+        for row in rows {
+            let seq = Int(row[0] ?? "") ?? 0
+            #expect(row[1] == "pending", "seq \(seq)")
+            // The hung attempt timed out (2 s, within the 5 s grace) and counts; the others were never sent.
+            #expect(row[2] == (attempted.contains(seq) ? "1" : "0"), "seq \(seq): \(row)")
+            #expect(row[3] == nil, "seq \(seq) still leased: \(row)")
+        }
+        // Not waiting for a lease to run out (45 s): everything is sent once the receiver answers.
+        try receiver.setMode("ok")
+        let restarted = try await TestDaemon.start(
+            backend: backend, storeDirectory: daemon.directory, extraYAML: yaml, deliveryRetryScale: testRetryScale,
+            postgresDatabase: daemon.postgres)
+        let requests = try await receiver.wait(timeout: 20) { Set($0.filter { $0.answer == "200" }.map(\.seq)).count == 8 }
+        #expect(Set(requests.filter { $0.answer == "200" }.map(\.seq)) == Set(1...8))
+        try await restarted.stop()
+    }
+
     @Test("a receiver down for the first half: providers' answers keep their latency, and the backlog drains once it is back", arguments: Backend.allCases)
     func receiverDown(backend: Backend) async throws {
         let secret = WebhookReceiver.newSecret()
