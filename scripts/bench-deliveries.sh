@@ -6,8 +6,9 @@
 #    answering 204, at max_in_flight 16 (the default). Prints notifications/s beside the same
 #    run's figure without a target, the events delivered per second under that load, and how long
 #    the backlog left when the load stops takes to drain.
-# 2. A backlog with the target down: the same unique pass with the receiver stopped (every event
-#    owed), then the receiver started: how long the backlog takes to drain, and at what rate.
+# 2. A backlog with the target down: the unique pass with the receiver stopped, long enough at
+#    the rate without a target to owe at least BACKLOG_EVENTS events (100,000: issue 30's
+#    figure), then the receiver started: how long the backlog takes to drain, and at what rate.
 RECEIVER_PORT=$((PORT + 7))
 SECRET="whsec_$(head -c 32 /dev/urandom | base64 -w0)"
 KEY="$(pwd)/config/dev-keys/alipay-test.pem"
@@ -65,9 +66,11 @@ EVENTS_WITH=$(events_in "$WORK/deliveries.sqlite")
 stop_ipnd
 stop_receiver
 
-echo "== a backlog with the target down, then the receiver started"
+BACKLOG_EVENTS=${BACKLOG_EVENTS:-100000}
+BACKLOG_SECONDS=$(awk -v n="$BACKLOG_EVENTS" -v r="$UNIQUE_RPS" -v d="$DURATION" 'BEGIN { s = (r > 0 ? int(1.2 * n / r) + 1 : d); print (s > d ? s : d) }')
+echo "== a backlog with the target down (${BACKLOG_SECONDS}s of unique notifications), then the receiver started"
 start_ipnd "$WORK/backlog.sqlite"
-BACKLOG_PASS=$(pass -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" -s bench/replay.lua "http://127.0.0.1:$PORT" -- "$WORK/requests.bin" "$THREADS")
+BACKLOG_PASS=$(pass -t"$THREADS" -c"$CONNECTIONS" -d"${BACKLOG_SECONDS}s" -s bench/replay.lua "http://127.0.0.1:$PORT" -- "$WORK/requests.bin" "$THREADS")
 echo "$BACKLOG_PASS"
 BACKLOG=$(events_in "$WORK/backlog.sqlite")
 # Leave the retry schedule's first waits behind: the attempts made while it was down are retried

@@ -23,7 +23,7 @@
 #
 # Knobs (environment): COUNT=500000 DURATION=10 CONNECTIONS=64 THREADS=2 PORT=18180 MAX_BATCH=256
 #                      LOG_LEVEL=info QUIET_WAIT=120 (0: do not wait) KEEP=1 (keep the work directory)
-#                      DELIVERIES=0 (skip the delivery passes)
+#                      DELIVERIES=0 (skip the delivery passes) BACKLOG_EVENTS=100000 (the drained backlog)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/proc-ticks.sh
