@@ -16,6 +16,7 @@ public final class PostgresStore: Store {
     let client: PostgresClient
     let logger: Logger
     private let writer: PostgresBatchWriter
+    private let statistics: TableStatistics
     private let routes = Locked<[DeliveryRoute]>([])
     private let clientTask: Task<Void, Never>
     /// This node's name on its heartbeat row.
@@ -58,6 +59,7 @@ public final class PostgresStore: Store {
         self.clientTask = task
         self.location = location
         self.logger = logger
+        statistics = TableStatistics(client: client, logger: logger)
         node = "\(ProcessInfo.processInfo.hostName)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let signal = eventSignal
         writer = PostgresBatchWriter(
@@ -73,6 +75,7 @@ public final class PostgresStore: Store {
         guard case .recorded(let outcome) = try await writer.submit(.record(entry)) else {
             throw StoreError(message: "the writer answered a notification with something else")
         }
+        statistics.recorded()
         return outcome
     }
 
