@@ -102,7 +102,8 @@ WRK2=$!
 wait "$WRK1" || true
 wait "$WRK2" || true
 kill -TERM "$PID" "$PID2"
-wait "$PID" "$PID2" || true
+# Started in $(start_node ...), the nodes are not this shell's children: wait until both are gone.
+while kill -0 "$PID" 2>/dev/null || kill -0 "$PID2" 2>/dev/null; do sleep 0.1; done
 PID=
 PID2=
 
