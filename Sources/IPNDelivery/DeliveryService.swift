@@ -36,7 +36,7 @@ public final class DeliveryService: Service, Sendable {
     private var leaseRenewal: Duration { .milliseconds(leaseLength / 3) }
     /// How often a target with nothing due looks again without being woken (another node's
     /// commits, retries coming due).
-    static let pollInterval: Duration = .seconds(1)
+    static let pollInterval: Duration = .milliseconds(250)
 
     private struct State {
         var targets: [DeliveryTarget] = []
@@ -236,19 +236,6 @@ public final class DeliveryService: Service, Sendable {
             error: outcome == .delivered ? nil : answer.error.map { String($0.prefix(500)) }, outcome: outcome)
     }
 
-    /// Records attempts' outcomes in one write.
-    func record(_ outcomes: [DeliveryAttemptOutcome], target: DeliveryTarget) async {
-        do {
-            try await store.finishDeliveries(outcomes, owner: owner)
-        } catch {
-            // The leases run out and the deliveries are attempted again: at least once.
-            logger.error("delivery outcomes not recorded; they will be attempted again", metadata: [
-                "target": .string(target.name), "deliveries": .string(outcomes.map { String($0.id) }.joined(separator: " ")),
-                "store_error": "\(error)",
-            ])
-        }
-    }
-
     /// Gives back deliveries leased but not attempted: due again at once.
     func release(_ ids: [Int64]) async {
         guard !ids.isEmpty else { return }
@@ -271,13 +258,23 @@ public final class DeliveryService: Service, Sendable {
     static let busyRecording = 4
     static let maxYield: Duration = .milliseconds(100)
 
-    func claim(_ target: DeliveryTarget, limit: Int) async -> [DeliveryAttempt] {
+    /// A round of `target`'s loop: records `outcomes`, then claims up to `limit` deliveries that
+    /// are due (none when 0), in one write where the store can. A store that fails is logged:
+    /// the outcomes' leases run out and those deliveries are attempted again (at least once),
+    /// and nothing is claimed this round.
+    func settle(_ outcomes: [DeliveryAttemptOutcome], thenClaim limit: Int, for target: DeliveryTarget) async -> [DeliveryAttempt] {
         do {
-            return try await store.claimDeliveries(
-                target: target.name, limit: limit, now: Self.timestamp(), leaseUntil: Self.timestamp(offset: leaseLength),
+            return try await store.settleDeliveries(
+                outcomes, thenClaim: target.name, limit: limit, now: Self.timestamp(), leaseUntil: Self.timestamp(offset: leaseLength),
                 owner: owner)
         } catch {
-            logger.error("deliveries not claimed: store unavailable", metadata: ["target": .string(target.name), "error": "\(error)"])
+            var metadata: Logger.Metadata = ["target": .string(target.name), "store_error": "\(error)"]
+            if !outcomes.isEmpty {
+                metadata["deliveries"] = .string(outcomes.map { String($0.id) }.joined(separator: " "))
+                logger.error("delivery outcomes not recorded: store unavailable; they will be attempted again", metadata: metadata)
+            } else {
+                logger.error("deliveries not claimed: store unavailable", metadata: metadata)
+            }
             return []
         }
     }

@@ -3,10 +3,12 @@ import IPNCore
 import IPNStore
 
 /// One target's deliveries: `max_in_flight` senders, each sending one delivery at a time, and a
-/// claimer that keeps leased deliveries waiting for them, so that a sender whose request ended
-/// starts the next at once instead of waiting for a write. Outcomes are recorded in batches
-/// behind the senders; a delivery stays leased until its outcome is committed, so it is neither
-/// claimed twice nor followed by its order's next event before then: order per order holds.
+/// store loop that keeps leased deliveries waiting for them, so that a sender whose request
+/// ended starts the next at once instead of waiting for a write. Each round of the store loop
+/// records the outcomes that came in since the last and claims what the queue needs, in one
+/// write where the store can. A delivery stays leased until its outcome is committed, so it is
+/// neither claimed twice nor followed by its order's next event before then: order per order
+/// holds.
 final class TargetWorker: Sendable {
     let target: DeliveryTarget
     let sender: WebhookSender
@@ -20,10 +22,13 @@ final class TargetWorker: Sendable {
         var leased: Set<Int64> = []
         /// Requests in flight.
         var sending = 0
+        /// Outcomes for the store loop's next round.
         var outcomes: [DeliveryAttemptOutcome] = []
-        var recording = false
-        var tasks: [Task<Void, Never>] = []
+        var senders: [Task<Void, Never>] = []
+        var storeLoop: Task<Void, Never>?
+        /// No more claims; the store loop records what is left, once `sendersDone`.
         var stopping = false
+        var sendersDone = false
     }
 
     /// How many deliveries may be leased ahead of the senders, beyond those in flight.
@@ -42,20 +47,24 @@ final class TargetWorker: Sendable {
 
     func start() {
         let threads = service.threads
-        var tasks = [Task(executorPreference: threads.executor(0)) { [self] in await claimLoop() }]
+        let storeLoop = Task(executorPreference: threads.executor(0)) { [self] in await self.storeLoop() }
+        var senders: [Task<Void, Never>] = []
         for lane in 0..<target.maxInFlight {
-            tasks.append(Task(executorPreference: threads.executor(lane)) { [self] in await sendLoop() })
+            senders.append(Task(executorPreference: threads.executor(lane)) { [self] in await sendLoop() })
         }
-        state.withLock { $0.tasks = tasks }
+        state.withLock { state in
+            state.storeLoop = storeLoop
+            state.senders = senders
+        }
     }
 
     /// Stops claiming, gives back what was claimed and not started, waits up to `grace` for the
-    /// requests in flight, then abandons them (they are given back), and waits until the
+    /// requests in flight, then abandons them (they are given back), and returns once the
     /// outcomes are recorded.
     func stop(grace: Duration) async {
-        let tasks = state.withLock { state -> [Task<Void, Never>] in
+        let (senders, storeLoop) = state.withLock { state -> ([Task<Void, Never>], Task<Void, Never>?) in
             state.stopping = true
-            return state.tasks
+            return (state.senders, state.storeLoop)
         }
         wake()
         await giveBack(claimed.close())
@@ -63,39 +72,45 @@ final class TargetWorker: Sendable {
         while ContinuousClock.now < deadline, state.withLock({ $0.sending > 0 }) {
             try? await Task.sleep(for: .milliseconds(20))
         }
-        for task in tasks { task.cancel() }
-        for task in tasks { await task.value }
-        while state.withLock({ $0.recording || !$0.outcomes.isEmpty }) {
-            try? await Task.sleep(for: .milliseconds(5))
-        }
+        for task in senders { task.cancel() }
+        for task in senders { await task.value }
+        state.withLock { $0.sendersDone = true }
+        wake()
+        await storeLoop?.value
     }
 
-    /// Keeps up to `claimAhead` deliveries waiting for the senders: claims once fewer than
-    /// `max_in_flight` wait, and sleeps until a request ends, an outcome is recorded, the store
-    /// says events committed, or the poll interval passes.
-    private func claimLoop() async {
-        while !Task.isCancelled {
+    /// Rounds of writes: each records the outcomes that came in and, while fewer than
+    /// `max_in_flight` deliveries wait, claims enough to have `claimAhead` waiting. Sleeps when
+    /// there is nothing to record and nothing more was due, until a request ends, the store says
+    /// events committed, or the poll interval passes.
+    private func storeLoop() async {
+        var nothingDue = false
+        while true {
             let generation = wakeSignal.generation
-            let (stopping, waiting, sending) = state.withLock { ($0.stopping, claimed.count, $0.sending) }
-            if stopping { return }
-            let room = target.maxInFlight + claimAhead - waiting - sending
-            var full = false
-            if waiting < target.maxInFlight, room > 0 {
-                await service.yieldToProviders()
-                let deliveries = await service.claim(target, limit: room)
-                let kept = state.withLock { state -> Bool in
-                    guard !state.stopping else { return false }
-                    state.leased.formUnion(deliveries.map(\.id))
-                    return true
-                }
-                if !kept || !claimed.push(deliveries) {
-                    await giveBack(deliveries)
-                    return
-                }
-                // More may be due at once.
-                full = deliveries.count == room
+            let (outcomes, stopping, sendersDone, sending) = state.withLock { state in
+                defer { state.outcomes = [] }
+                return (state.outcomes, state.stopping, state.sendersDone, state.sending)
             }
-            if !full { await wakeSignal.wait(since: generation, timeout: DeliveryService.pollInterval) }
+            let waiting = claimed.count
+            let room = target.maxInFlight + claimAhead - waiting - sending
+            let limit = !stopping && !nothingDue && waiting < target.maxInFlight && room > 0 ? room : 0
+            if outcomes.isEmpty, limit == 0 {
+                if sendersDone { return }
+                await wakeSignal.wait(since: generation, timeout: DeliveryService.pollInterval)
+                nothingDue = false
+                continue
+            }
+            await service.yieldToProviders()
+            let deliveries = await service.settle(outcomes, thenClaim: limit, for: target)
+            // Recorded (or, failing that, left to their leases' end): the orders' next events may be due.
+            let kept = state.withLock { state -> Bool in
+                for outcome in outcomes { state.leased.remove(outcome.id) }
+                guard !state.stopping else { return false }
+                state.leased.formUnion(deliveries.map(\.id))
+                return true
+            }
+            if !kept || !claimed.push(deliveries) { await giveBack(deliveries) }
+            nothingDue = deliveries.count < limit
         }
     }
 
@@ -106,40 +121,11 @@ final class TargetWorker: Sendable {
             let outcome = await service.attempt(delivery, target: target, sender: sender)
             state.withLock { state in
                 state.sending -= 1
-                if outcome == nil { state.leased.remove(delivery.id) }
+                if let outcome { state.outcomes.append(outcome) } else { state.leased.remove(delivery.id) }
             }
-            if let outcome {
-                record(outcome)
-                // Paused (410): what was claimed behind it waits for the resume.
-                if case .paused = outcome.outcome { await giveBack(claimed.takeAll()) }
-            }
+            // Paused (410): what was claimed behind it waits for the resume.
+            if case .paused? = outcome?.outcome { await giveBack(claimed.takeAll()) }
             wake()
-        }
-    }
-
-    /// Queues an outcome; one writer records all that are queued, in one write, then the next lot.
-    private func record(_ outcome: DeliveryAttemptOutcome) {
-        let startRecording = state.withLock { state -> Bool in
-            state.outcomes.append(outcome)
-            guard !state.recording else { return false }
-            state.recording = true
-            return true
-        }
-        guard startRecording else { return }
-        Task(executorPreference: service.threads.executor(0)) { [self] in
-            while true {
-                await service.yieldToProviders()
-                let batch = state.withLock { state -> [DeliveryAttemptOutcome] in
-                    defer { state.outcomes = [] }
-                    if state.outcomes.isEmpty { state.recording = false }
-                    return state.outcomes
-                }
-                if batch.isEmpty { return }
-                await service.record(batch, target: target)
-                // Recorded (or, failing that, left to their leases' end): the orders' next events may be due.
-                state.withLock { state in for outcome in batch { state.leased.remove(outcome.id) } }
-                wake()
-            }
         }
     }
 

@@ -80,6 +80,11 @@ public protocol Store: StoreReading {
         -> [DeliveryAttempt]
     /// Records what attempts came to (only for deliveries `owner` still leases).
     func finishDeliveries(_ results: [DeliveryAttemptOutcome], owner: String) async throws(StoreError)
+    /// A delivery loop's round: records `results` as `finishDeliveries` does, then claims as
+    /// `claimDeliveries` does (nothing when `limit` is 0), in one write where the store can.
+    func settleDeliveries(
+        _ results: [DeliveryAttemptOutcome], thenClaim target: String, limit: Int, now: String, leaseUntil: String, owner: String
+    ) async throws(StoreError) -> [DeliveryAttempt]
     /// Extends the leases `owner` holds on deliveries whose attempts still run.
     func renewLeases(ids: [Int64], owner: String, until: String) async throws(StoreError)
     /// Gives back deliveries `owner` leased without an answer (shutdown): due again at once.
@@ -178,5 +183,16 @@ public struct DeliveryAttemptOutcome: Sendable, Equatable {
         self.status = status
         self.error = error
         self.outcome = outcome
+    }
+}
+
+extension Store {
+    /// Two writes: the outcomes, then the claim.
+    public func settleDeliveries(
+        _ results: [DeliveryAttemptOutcome], thenClaim target: String, limit: Int, now: String, leaseUntil: String, owner: String
+    ) async throws(StoreError) -> [DeliveryAttempt] {
+        if !results.isEmpty { try await finishDeliveries(results, owner: owner) }
+        guard limit > 0 else { return [] }
+        return try await claimDeliveries(target: target, limit: limit, now: now, leaseUntil: leaseUntil, owner: owner)
     }
 }

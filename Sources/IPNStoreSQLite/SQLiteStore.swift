@@ -116,6 +116,17 @@ public final class SQLiteStore: Store {
         }
     }
 
+    /// One transaction: a round of a delivery loop costs one commit, not two.
+    public func settleDeliveries(
+        _ results: [DeliveryAttemptOutcome], thenClaim target: String, limit: Int, now: String, leaseUntil: String, owner: String
+    ) async throws(StoreError) -> [DeliveryAttempt] {
+        guard !results.isEmpty || limit > 0 else { return [] }
+        return try await writer.submit { tx in
+            if !results.isEmpty { try DeliveryQueries.finish(tx.db, results, owner: owner) }
+            return try DeliveryQueries.claim(tx.db, target: target, limit: limit, now: now, leaseUntil: leaseUntil, owner: owner)
+        }
+    }
+
     public func finishDeliveries(_ results: [DeliveryAttemptOutcome], owner: String) async throws(StoreError) {
         guard !results.isEmpty else { return }
         try await writer.submit { tx in try DeliveryQueries.finish(tx.db, results, owner: owner) }
