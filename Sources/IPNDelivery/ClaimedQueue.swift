@@ -59,27 +59,26 @@ final class ClaimedQueue: Sendable {
 
     /// Takes every delivery waiting, leaving the queue open (the target was paused).
     func takeAll() -> [DeliveryAttempt] {
-        state.withLock { state in
-            defer {
-                state.items = []
-                state.head = 0
-            }
-            return Array(state.items[state.head...])
-        }
+        state.withLock { state in Self.removeItems(&state) }
     }
 
     /// Stops the queue: waiting senders get nil; returns the deliveries never started.
     func close() -> [DeliveryAttempt] {
         let (left, waiting) = state.withLock { state -> ([DeliveryAttempt], [CheckedContinuation<DeliveryAttempt?, Never>]) in
             state.closed = true
-            defer {
-                state.items = []
-                state.head = 0
-                state.waiting = []
-            }
-            return (Array(state.items[state.head...]), state.waiting)
+            defer { state.waiting = [] }
+            return (Self.removeItems(&state), state.waiting)
         }
         for sender in waiting { sender.resume(returning: nil) }
         return left
+    }
+
+    /// Empties the queue; returns what it held, in order.
+    private static func removeItems(_ state: inout State) -> [DeliveryAttempt] {
+        defer {
+            state.items = []
+            state.head = 0
+        }
+        return Array(state.items[state.head...])
     }
 }

@@ -123,6 +123,7 @@ public final class SQLiteStore: Store {
         guard !results.isEmpty || limit > 0 else { return [] }
         return try await writer.submit { tx in
             if !results.isEmpty { try DeliveryQueries.finish(tx.db, results, owner: owner) }
+            guard limit > 0 else { return [] }
             return try DeliveryQueries.claim(tx.db, target: target, limit: limit, now: now, leaseUntil: leaseUntil, owner: owner)
         }
     }
