@@ -41,11 +41,17 @@ public struct Decision: Sendable, Equatable {
     public var flag: OrderFlag?
     /// Why the verdict is what it is, for people.
     public var explanation: String?
+    /// The reason code stored with the verdict, when it is not the flag's name
+    /// (`amount_differs` for iPay88's "Incorrect amount").
+    public var reason: String? = nil
 }
 
 /// Flags ipnd raises on orders for people to look at.
 public enum OrderFlag: String, Sendable, Codable {
     case amountMismatch = "amount_mismatch"
+    /// Reconciliation gave up on the order (product.md section 12): `give_up_after` passed
+    /// since its last change while it was not settled. Removed when it settles.
+    case unsettled
 }
 
 /// The transition rule of product.md section 5, pure and provider-independent.
@@ -97,6 +103,11 @@ public enum OrderStateMachine {
             return Decision(verdict: .unknownStatus, explanation: "status \(notification.providerStatus) has no mapping")
         case .record:
             return Decision(verdict: .recorded)
+        case .amountDiffers:
+            return Decision(
+                verdict: .mismatch, flag: .amountMismatch,
+                explanation: "the provider holds this order with another amount than the one asked about",
+                reason: "amount_differs")
         case .transition(let target):
             return decideTransition(order: order, target: target, notification: notification, isChargebackReversal: false)
         case .chargebackReversal:

@@ -22,6 +22,10 @@ public enum NotificationEffect: Sendable, Equatable, Codable {
     case record
     /// A status this provider mapping does not know: stored and acknowledged; it moves no order.
     case unknownStatus
+    /// The provider holds the order with another amount (iPay88's re-query "Incorrect
+    /// amount"): verdict `mismatch`, reason `amount_differs`, the order flagged
+    /// `amount_mismatch`, no transition.
+    case amountDiffers
 }
 
 /// The facts of a successful refund the state machine needs.

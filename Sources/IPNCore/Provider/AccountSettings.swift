@@ -33,19 +33,23 @@ public struct AccountSettings: Sendable {
     public var lists: [String: [String]]
     /// Plain string values, and file contents for `fileContents` keys.
     public var strings: [String: String]
+    /// The account's `inquiry` section; nil when it has none (it is then never asked).
+    public var inquiry: InquirySettings?
 
     public init(
         provider: String,
         account: String,
         keyPath: String,
         lists: [String: [String]] = [:],
-        strings: [String: String] = [:]
+        strings: [String: String] = [:],
+        inquiry: InquirySettings? = nil
     ) {
         self.provider = provider
         self.account = account
         self.keyPath = keyPath
         self.lists = lists
         self.strings = strings
+        self.inquiry = inquiry
     }
 
     /// The values of a secret or key-material key; empty when not configured.

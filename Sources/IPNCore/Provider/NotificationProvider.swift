@@ -28,6 +28,14 @@ public protocol NotificationProvider: Sendable {
 
     /// What `check-config` shows about the account, with secrets redacted.
     var summary: [(key: String, value: String)] { get }
+
+    /// The keys the account's `inquiry` section takes besides `url` (product.md section 12).
+    /// Secrets there are single values (`NAME_file` allowed).
+    static var inquiryKeys: [AccountKey] { get }
+    /// Where the status API is when `inquiry.url` is not set (inquiries.md).
+    static var defaultInquiryURL: String { get }
+    /// The account's status inquiry; nil when its config has no `inquiry` section.
+    var inquiry: (any StatusInquiry)? { get }
 }
 
 /// A provider's own status word for a paid notification and its usual currency.

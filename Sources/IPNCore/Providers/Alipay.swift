@@ -3,6 +3,7 @@
 /// (providers.md section 3).
 public struct Alipay: NotificationProvider {
     public static let name = "alipay"
+    public static let defaultInquiryURL = "https://open-sea-global.alipay.com"
     public static let accountKeys = [
         AccountKey("client_id", .string, required: true),
         AccountKey("public_key", .keyMaterial, required: true),

@@ -4,6 +4,7 @@
 /// and every field it names, sorted by byte order; `sign` carries the lowercase hex digest.
 public struct Citcon: NotificationProvider {
     public static let name = "citcon"
+    public static let defaultInquiryURL = "https://api.citconpay.com/v1"
     public static let accountKeys = [
         AccountKey("api_secret", .secret, required: false),
         AccountKey("api_token", .secret, required: false),

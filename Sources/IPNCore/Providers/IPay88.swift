@@ -3,6 +3,7 @@
 /// SHA-1 (base64), SHA-256 (hex) or HMAC-SHA512 (hex) by the merchant's gateway version.
 public struct IPay88: NotificationProvider {
     public static let name = "ipay88"
+    public static let defaultInquiryURL = "https://payment.ipay88.com.kh/epayment/enquiry.asp"
     public static let accountKeys = [
         AccountKey("merchant_code", .string, required: true),
         AccountKey("merchant_key", .secret, required: true),

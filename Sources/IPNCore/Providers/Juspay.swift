@@ -2,6 +2,7 @@
 /// Juspay dashboard, no body signature (providers.md section 5).
 public struct Juspay: NotificationProvider {
     public static let name = "juspay"
+    public static let defaultInquiryURL = "https://api.juspay.in"
     public static let accountKeys = [
         AccountKey("username", .secret, required: true),
         AccountKey("password", .secret, required: true),

@@ -2,6 +2,7 @@
 /// callback secret, in the `Signature` header (providers.md section 4).
 public struct Unlimint: NotificationProvider {
     public static let name = "unlimint"
+    public static let defaultInquiryURL = "https://cardpay.com"
     public static let accountKeys = [AccountKey("callback_secret", .secret, required: true)]
     public static let simulationDefaults = SimulationDefaults(paidStatus: "COMPLETED", currency: "USD")
     public static let acknowledgement = ProviderAnswer.text(200, "OK")

@@ -59,7 +59,7 @@ public struct RecordingPlanner: Sendable {
         let decision = apply(notification, cause: .planned, to: &working)
         var plan = WritePlan(outcome: RecordOutcome(notificationID: 0, verdict: decision.verdict))
         plan.notification = PlannedNotification(
-            request: request, verdict: decision.verdict, reason: decision.flag?.rawValue,
+            request: request, verdict: decision.verdict, reason: decision.reason ?? decision.flag?.rawValue,
             reasonDetail: decision.explanation, notification: notification, detailJSON: detailJSON,
             order: working.order == nil ? .none : .planned, orderRef: working.order?.order.orderRef ?? notification.orderRef)
         plan.dedupKey = notification.dedupKey
@@ -233,7 +233,7 @@ public struct RecordingPlanner: Sendable {
             let decision = apply(notification, cause: .stored(row.id), to: &working)
             let explanation = decision.explanation ?? "linked to payment \(key)"
             plan.waitingUpdates.append(.applied(
-                id: row.id, verdict: decision.verdict, reason: decision.flag?.rawValue, reasonDetail: explanation))
+                id: row.id, verdict: decision.verdict, reason: decision.reason ?? decision.flag?.rawValue, reasonDetail: explanation))
             linked.append(LinkedNotification(
                 notificationID: row.id, verdict: decision.verdict, orderState: working.order?.order.state,
                 explanation: explanation, flag: decision.flag))
