@@ -111,6 +111,21 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Reconciliation: asks providers' status APIs about orders that went quiet (AsyncHTTPClient).
+        .target(
+            name: "IPNReconcile",
+            dependencies: [
+                "IPNCore", "IPNStore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The ops console: server-rendered pages on the ops listener, reading through the store
         // protocols; its templates are Swift string literals, so they ship inside the binary.
         .target(
@@ -127,7 +142,7 @@ let package = Package(
         .target(
             name: "IPNServer",
             dependencies: [
-                "IPNCore", "IPNStore", "IPNStoreSQLite", "IPNStorePostgres", "IPNConfig", "IPNDelivery", "IPNConsole",
+                "IPNCore", "IPNStore", "IPNStoreSQLite", "IPNStorePostgres", "IPNConfig", "IPNDelivery", "IPNConsole", "IPNReconcile",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),

@@ -14,6 +14,9 @@ public struct ReceivedRequest: Sendable {
     /// The rejected notification whose stored request this is, when `notifications reverify`
     /// records it again.
     public var reverifiedFrom: Int64?
+    /// The inquiry whose answer this is, for a fact a provider's status API told (`source:
+    /// inquiry`): its body and headers are the answer's, its target the inquiry's URL.
+    public var inquiryID: Int64?
 
     public init(
         provider: String,
@@ -23,7 +26,8 @@ public struct ReceivedRequest: Sendable {
         target: String,
         headers: String,
         body: [UInt8],
-        reverifiedFrom: Int64? = nil
+        reverifiedFrom: Int64? = nil,
+        inquiryID: Int64? = nil
     ) {
         self.provider = provider
         self.account = account
@@ -33,6 +37,7 @@ public struct ReceivedRequest: Sendable {
         self.headers = headers
         self.body = body
         self.reverifiedFrom = reverifiedFrom
+        self.inquiryID = inquiryID
     }
 }
 

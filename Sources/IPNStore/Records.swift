@@ -74,12 +74,16 @@ public struct NotificationRecord: Sendable, Equatable {
     public var headers: String?
     /// The rejected notification this one was recorded from by `notifications reverify`.
     public var reverifiedFrom: Int64?
+    /// The inquiry whose answer this is (`source: inquiry`); nil for the provider's own.
+    public var inquiryID: Int64?
+    /// `provider` or `inquiry`: where the notification came from.
+    public var source: String { inquiryID == nil ? "provider" : "inquiry" }
 
     public init(
         id: Int64, provider: String, account: String, orderRef: String?, receivedAt: String, verdict: Verdict,
         reason: String?, reasonDetail: String?, kind: String?, providerStatus: String?, dedupKey: String?,
         clientIP: String?, providerTxnID: String?, amount: Money?, detail: String?, body: [UInt8]? = nil,
-        headers: String? = nil, reverifiedFrom: Int64? = nil
+        headers: String? = nil, reverifiedFrom: Int64? = nil, inquiryID: Int64? = nil
     ) {
         self.id = id
         self.provider = provider
@@ -99,6 +103,7 @@ public struct NotificationRecord: Sendable, Equatable {
         self.body = body
         self.headers = headers
         self.reverifiedFrom = reverifiedFrom
+        self.inquiryID = inquiryID
     }
 }
 
@@ -109,14 +114,25 @@ public struct OrderDetail: Sendable, Equatable {
     public var notifications: [NotificationRecord]
     /// The events the order's changes wrote, ascending.
     public var events: [EventRecord]
+    /// When the schedule asks about the order next (`Timestamp` text); nil when it does not.
+    /// Whether its account has `inquiry` is the config's business: callers null it otherwise.
+    public var nextInquiryAt: String?
+    /// The order's newest inquiries (at most `OrderDetail.inquiryLimit`), newest first.
+    public var inquiries: [InquiryRecord]
+
+    /// How many of an order's inquiries `orders show` and the API show.
+    public static let inquiryLimit = 20
 
     public init(
-        order: OrderRecord, transitions: [TransitionRecord], notifications: [NotificationRecord], events: [EventRecord] = []
+        order: OrderRecord, transitions: [TransitionRecord], notifications: [NotificationRecord], events: [EventRecord] = [],
+        nextInquiryAt: String? = nil, inquiries: [InquiryRecord] = []
     ) {
         self.order = order
         self.transitions = transitions
         self.notifications = notifications
         self.events = events
+        self.nextInquiryAt = nextInquiryAt
+        self.inquiries = inquiries
     }
 }
 

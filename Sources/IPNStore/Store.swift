@@ -45,11 +45,19 @@ public protocol StoreReading: Sendable {
     /// `selection.limit`: each with its request as kept (target, headers, body) and the
     /// notifications `notifications reverify` already recorded from it (`reverified_from`).
     func rejectedRequests(_ selection: RejectedSelection) async throws(StoreError) -> [RejectedRequest]
+
+    // MARK: Reconciliation (product.md section 12)
+
+    /// Inquiries, newest first.
+    func inquiries(_ filter: InquiryFilter) async throws(StoreError) -> [InquiryRecord]
+    /// Due and overdue orders of `scopes` (the accounts with `inquiry`, read from the schedule's
+    /// index), and how many orders are flagged `unsettled`.
+    func inquiryBacklog(scopes: [Scope], now: String) async throws(StoreError) -> InquiryBacklog
 }
 
 /// The store the daemon writes: one notification, one expectation, one delivery outcome at a
 /// time, each acknowledged only once committed. `SQLiteStore` and `PostgresStore` implement it.
-public protocol Store: StoreReading {
+public protocol Store: StoreReading, InquiryStore {
     /// Records `entry` through the one write path and returns its verdict once committed.
     func record(_ entry: InboxEntry) async throws(StoreError) -> RecordOutcome
     /// What `record(entry)` would conclude if it ran now, writing nothing: the facts are read

@@ -27,6 +27,7 @@ struct BatchRecorder {
     let logger: Logger
     let now: String
     let routes: [DeliveryRoute]
+    var schedule: InquirySchedule = .standard
 
     func record(_ jobs: [WriteJob]) async throws -> [WriteResult] {
         try await lock(jobs)
@@ -43,7 +44,7 @@ struct BatchRecorder {
         return try await plan(jobs, notificationIDs: zeros, orderIDs: zeros, lockRows: false).results
     }
 
-    private func plan(
+    func plan(
         _ jobs: [WriteJob], notificationIDs: [Int64], orderIDs: [Int64], lockRows: Bool
     ) async throws -> (planned: [(plan: WritePlan, notificationID: Int64?, orderID: Int64?)], results: [WriteResult]) {
         var needed = FactsNeeded()
@@ -55,7 +56,7 @@ struct BatchRecorder {
         }
         let facts = try await read(needed, lockRows: lockRows)
 
-        let planner = RecordingPlanner(now: now, routes: routes)
+        let planner = RecordingPlanner(now: now, routes: routes, schedule: schedule)
         var planned: [(plan: WritePlan, notificationID: Int64?, orderID: Int64?)] = []
         var results: [WriteResult] = []
         var nextNotification = 0
@@ -106,8 +107,8 @@ struct BatchRecorder {
     /// whole table, and a table that grew since its last ANALYZE (a new database filling up, a
     /// burst) is scanned whole in every batch: at 17,000 orders that was 6 ms a batch, the
     /// slowest statement of all.
-    private func lock(_ jobs: [WriteJob]) async throws {
-        var keys = Set<Int64>()
+    func lock(_ jobs: [WriteJob], alsoLocking extraKeys: Set<Int64> = []) async throws {
+        var keys = extraKeys
         for job in jobs {
             switch job {
             case .record(.verified(let request, let notification)):
@@ -133,7 +134,7 @@ struct BatchRecorder {
 
     /// Ids for the rows the batch may insert, ascending: one notification per job, and at most one
     /// new order per job. Unused ones are gaps, as with any sequence.
-    private func allocateIDs(notifications: Int, orders: Int) async throws -> ([Int64], [Int64]) {
+    func allocateIDs(notifications: Int, orders: Int) async throws -> ([Int64], [Int64]) {
         var sql = SQL()
         sql.append("""
             SELECT (SELECT array_agg(nextval('notifications_id_seq')) FROM generate_series(1, \(sql.bind(Int64(notifications))))) AS n,
@@ -284,7 +285,7 @@ struct BatchRecorder {
 
     // MARK: Writing the plans
 
-    private func write(_ planned: [(plan: WritePlan, notificationID: Int64?, orderID: Int64?)]) async throws {
+    func write(_ planned: [(plan: WritePlan, notificationID: Int64?, orderID: Int64?)]) async throws {
         // Each order as the batch leaves it: inserted (first written by the batch) or updated.
         var inserted: [Int64: StoredOrder] = [:]
         var updated: [Int64: StoredOrder] = [:]
@@ -380,46 +381,51 @@ struct BatchRecorder {
     }
 
     private func insertOrders(_ orders: [StoredOrder]) async throws {
-        var batch = ColumnBatch(14)
+        var batch = ColumnBatch(17)
         for order in orders {
             batch.add([
                 .int(order.id), .text(order.scope.provider), .text(order.scope.account), .text(order.orderRef), .text(order.providerTxnID),
                 .text(order.state.rawValue), .int(order.amount?.minor), .text(order.amount?.currency), .int(order.refundedMinor),
                 .int(order.expected?.minor), .text(order.expected?.currency), .text(order.flagsText), .text(order.createdAt),
-                .text(order.updatedAt),
+                .text(order.updatedAt), .text(order.inquiry.from), .int(Int64(order.inquiry.step)), .text(order.inquiry.dueAt),
             ])
         }
         try await batch.insert(
             """
             INSERT INTO orders (id, provider, account, order_ref, provider_txn_id, state, amount_minor, currency, refunded_minor,
-                                expected_amount_minor, expected_currency, flags, created_at, updated_at)
+                                expected_amount_minor, expected_currency, flags, created_at, updated_at, inquiry_from, inquiry_step,
+                                inquiry_due_at)
             """,
-            types: ["bigint", "text", "text", "text", "text", "text", "bigint", "text", "bigint", "bigint", "text", "text", "text", "text"],
+            types: ["bigint", "text", "text", "text", "text", "text", "bigint", "text", "bigint", "bigint", "text", "text", "text", "text",
+                    "text", "bigint", "text"],
             connection: connection, logger: logger)
     }
 
     private func updateOrders(_ orders: [StoredOrder]) async throws {
-        var batch = ColumnBatch(10)
+        var batch = ColumnBatch(13)
         for order in orders {
             batch.add([
                 .int(order.id), .text(order.state.rawValue), .int(order.amount?.minor), .text(order.amount?.currency),
                 .int(order.refundedMinor), .int(order.expected?.minor), .text(order.expected?.currency), .text(order.flagsText),
-                .text(order.providerTxnID), .text(order.updatedAt),
+                .text(order.providerTxnID), .text(order.updatedAt), .text(order.inquiry.from), .int(Int64(order.inquiry.step)),
+                .text(order.inquiry.dueAt),
             ])
         }
         var sql = SQL()
-        let columns = batch.bindColumns(into: &sql, types: ["bigint", "text", "bigint", "text", "bigint", "bigint", "text", "text", "text", "text"])
+        let columns = batch.bindColumns(
+            into: &sql, types: ["bigint", "text", "bigint", "text", "bigint", "bigint", "text", "text", "text", "text", "text", "bigint", "text"])
         sql.append("""
             UPDATE orders AS o SET state = u.c2, amount_minor = u.c3, currency = u.c4, refunded_minor = u.c5,
-                expected_amount_minor = u.c6, expected_currency = u.c7, flags = u.c8, provider_txn_id = u.c9, updated_at = u.c10
-            FROM unnest(\(columns)) AS u (c1, c2, c3, c4, c5, c6, c7, c8, c9, c10)
+                expected_amount_minor = u.c6, expected_currency = u.c7, flags = u.c8, provider_txn_id = u.c9, updated_at = u.c10,
+                inquiry_from = u.c11, inquiry_step = u.c12, inquiry_due_at = u.c13
+            FROM unnest(\(columns)) AS u (c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13)
             WHERE o.id = u.c1
             """)
         try await connection.run(sql, logger: logger)
     }
 
     private func insertNotifications(_ planned: [(plan: WritePlan, notificationID: Int64?, orderID: Int64?)]) async throws {
-        var batch = ColumnBatch(23)
+        var batch = ColumnBatch(24)
         for (plan, notificationID, orderID) in planned {
             guard let planned = plan.notification, let notificationID else { continue }
             let request = planned.request
@@ -435,7 +441,7 @@ struct BatchRecorder {
                 .text(planned.reasonDetail), .text(notification?.kind.rawValue), .text(notification?.providerStatus),
                 .text(notification?.dedupKey), .text(planned.orderRef), .int(order), .text(notification?.providerTxnID),
                 .text(notification?.link?.key), .int(notification?.amount?.minor), .text(notification?.amount?.currency),
-                .text(planned.detailJSON), .text(planned.pendingEffect), .int(request.reverifiedFrom),
+                .text(planned.detailJSON), .text(planned.pendingEffect), .int(request.reverifiedFrom), .int(request.inquiryID),
             ])
         }
         guard !batch.isEmpty else { return }
@@ -443,10 +449,10 @@ struct BatchRecorder {
             """
             INSERT INTO notifications (id, provider, account, received_at, client_ip, target, headers, body, verdict, reason,
                 reason_detail, kind, provider_status, dedup_key, order_ref, order_id, provider_txn_id, link_key, amount_minor,
-                currency, detail, pending_effect, reverified_from)
+                currency, detail, pending_effect, reverified_from, inquiry_id)
             """,
             types: ["bigint", "text", "text", "text", "text", "text", "text", "bytea", "text", "text", "text", "text", "text", "text",
-                    "text", "bigint", "text", "text", "bigint", "text", "text", "text", "bigint"],
+                    "text", "bigint", "text", "text", "bigint", "text", "text", "text", "bigint", "bigint"],
             connection: connection, logger: logger)
     }
 

@@ -86,7 +86,7 @@ extension PostgresClient {
 enum OrderColumns {
     static let list = """
         id, provider, account, order_ref, provider_txn_id, state, amount_minor, currency, refunded_minor,
-        expected_amount_minor, expected_currency, flags, created_at, updated_at
+        expected_amount_minor, expected_currency, flags, created_at, updated_at, inquiry_from, inquiry_step, inquiry_due_at
         """
 
     static func stored(_ row: PGRow) throws -> StoredOrder {
@@ -95,7 +95,10 @@ enum OrderColumns {
             orderRef: try row.text("order_ref"), state: try row.state("state"), amount: try row.money("amount_minor", "currency"),
             refundedMinor: try row.int("refunded_minor"), expected: try row.money("expected_amount_minor", "expected_currency"),
             flags: StoredOrder.flags(fromText: try row.text("flags")), providerTxnID: try row.optionalText("provider_txn_id"),
-            createdAt: try row.text("created_at"), updatedAt: try row.text("updated_at"))
+            createdAt: try row.text("created_at"), updatedAt: try row.text("updated_at"),
+            inquiry: InquiryScheduleState(
+                from: try row.optionalText("inquiry_from"), step: Int(try row.int32("inquiry_step")),
+                dueAt: try row.optionalText("inquiry_due_at")))
     }
 
     static func record(_ row: PGRow) throws -> OrderRecord {

@@ -19,6 +19,7 @@ final class PostgresBatchWriter: Sendable {
     private let logger: Logger
     let maxBatch: Int
     private let routes: Locked<[DeliveryRoute]>
+    private let schedule: Locked<InquirySchedule>
     private let eventsCommitted: @Sendable (Int) -> Void
     private let state = Locked(State())
     private let runners = Locked<[Task<Void, Never>]>([])
@@ -43,12 +44,13 @@ final class PostgresBatchWriter: Sendable {
         }
     }
 
-    init(client: PostgresClient, writers: Int, maxBatch: Int, routes: Locked<[DeliveryRoute]>, logger: Logger,
-         eventsCommitted: @escaping @Sendable (Int) -> Void) {
+    init(client: PostgresClient, writers: Int, maxBatch: Int, routes: Locked<[DeliveryRoute]>, schedule: Locked<InquirySchedule>,
+         logger: Logger, eventsCommitted: @escaping @Sendable (Int) -> Void) {
         self.client = client
         self.logger = logger
         self.maxBatch = max(1, maxBatch)
         self.routes = routes
+        self.schedule = schedule
         self.eventsCommitted = eventsCommitted
         let tasks = (0..<max(1, writers)).map { _ in Task { await self.runLoop() } }
         runners.withLock { $0 = tasks }
@@ -127,10 +129,11 @@ final class PostgresBatchWriter: Sendable {
     private func run(_ batch: [Job]) async {
         let now = Timestamp.format(epochMilliseconds: Int64(Date().timeIntervalSince1970 * 1000))
         let routes = self.routes.withLock { $0 }
+        let schedule = self.schedule.withLock { $0 }
         var attempt = 0
         while true {
             attempt += 1
-            switch await transaction(batch.map(\.work), now: now, routes: routes) {
+            switch await transaction(batch.map(\.work), now: now, routes: routes, schedule: schedule) {
             case .success(let results):
                 let events = zip(batch, results).reduce(0) { count, pair in
                     if case .recorded(let outcome) = pair.1 { return count + outcome.eventsWritten }
@@ -175,10 +178,12 @@ final class PostgresBatchWriter: Sendable {
 
     /// One transaction: BEGIN, the batch, COMMIT, within `batchTimeout` up to the COMMIT and
     /// `commitTimeout` in all.
-    private func transaction(_ jobs: [WriteJob], now: String, routes: [DeliveryRoute]) async -> Result<[WriteResult], Failure> {
+    private func transaction(
+        _ jobs: [WriteJob], now: String, routes: [DeliveryRoute], schedule: InquirySchedule
+    ) async -> Result<[WriteResult], Failure> {
         let committing = Locked(false)
         let outcome = await race({ [self] in
-            await attempt(jobs, now: now, routes: routes, committing: committing)
+            await attempt(jobs, now: now, routes: routes, schedule: schedule, committing: committing)
         }, until: {
             var waited: Duration = .zero
             while waited < Self.batchTimeout || (committing.withLock { $0 } && waited < Self.commitTimeout) {
@@ -198,7 +203,7 @@ final class PostgresBatchWriter: Sendable {
     }
 
     private func attempt(
-        _ jobs: [WriteJob], now: String, routes: [DeliveryRoute], committing: Locked<Bool>
+        _ jobs: [WriteJob], now: String, routes: [DeliveryRoute], schedule: InquirySchedule, committing: Locked<Bool>
     ) async -> Result<[WriteResult], Failure> {
         do {
             return try await client.withConnection { connection in
@@ -211,7 +216,9 @@ final class PostgresBatchWriter: Sendable {
                 }
                 let results: [WriteResult]
                 do {
-                    results = try await BatchRecorder(connection: connection, logger: logger, now: now, routes: routes).record(jobs)
+                    results = try await BatchRecorder(
+                        connection: connection, logger: logger, now: now, routes: routes, schedule: schedule
+                    ).record(jobs)
                 } catch {
                     await connection.rollBackOrClose(logger: logger)
                     let retryable = (error as? PSQLError)?.isRetryable ?? false

@@ -174,6 +174,39 @@ enum PostgresSchema {
             CREATE INDEX orders_by_account ON orders (provider, account, id);
             """,
         ]),
+        // Reconciliation, as SQLite's v8: the orders' inquiry schedule with a partial index of
+        // the scheduled ones (orders waiting today are due at once), inquiry records, and the
+        // inquiry a notification came from.
+        ("p4: reconciliation: the orders' inquiry schedule, inquiry records, notifications from inquiries", [
+            """
+            ALTER TABLE orders ADD COLUMN inquiry_from TEXT COLLATE "C";
+            ALTER TABLE orders ADD COLUMN inquiry_step INTEGER NOT NULL DEFAULT 0;
+            ALTER TABLE orders ADD COLUMN inquiry_due_at TEXT COLLATE "C";
+            UPDATE orders SET inquiry_from = updated_at, inquiry_due_at = updated_at
+                WHERE state IN ('expected', 'pending', 'authorized') AND (',' || flags || ',') NOT LIKE '%,unsettled,%';
+            CREATE INDEX orders_inquiry_due ON orders (provider, account, inquiry_due_at) WHERE inquiry_due_at IS NOT NULL;
+            ALTER TABLE notifications ADD COLUMN inquiry_id BIGINT;
+            CREATE TABLE inquiries (
+                id BIGSERIAL PRIMARY KEY,
+                provider TEXT COLLATE "C" NOT NULL,
+                account TEXT COLLATE "C" NOT NULL,
+                order_ref TEXT COLLATE "C" NOT NULL,
+                order_id BIGINT REFERENCES orders (id),
+                asked_at TEXT COLLATE "C" NOT NULL,
+                trigger TEXT NOT NULL,
+                outcome TEXT COLLATE "C" NOT NULL,
+                http_status INTEGER,
+                provider_status TEXT,
+                notification_id BIGINT,
+                verdict TEXT,
+                error TEXT,
+                duration_ms BIGINT NOT NULL,
+                url TEXT NOT NULL
+            );
+            CREATE INDEX inquiries_by_order ON inquiries (order_id, id);
+            CREATE INDEX inquiries_by_asked_at ON inquiries (asked_at)
+            """,
+        ]),
     ]
 
     /// Brings the database to this version's schema, under the migration lock; refuses one a

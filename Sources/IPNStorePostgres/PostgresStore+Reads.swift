@@ -25,6 +25,7 @@ extension PostgresStore {
         find.append("provider = \(find.bind(provider)) AND account = \(find.bind(account)) AND order_ref = \(find.bind(orderRef))")
         guard let row = try await rows(find, doing: "read an order").first else { return nil }
         let order = try record(row, OrderColumns.record)
+        let nextInquiryAt = try record(row) { try $0.optionalText("inquiry_due_at") }
         var transitions = SQL("SELECT from_state, to_state, at, notification_id FROM transitions WHERE order_id = ")
         transitions.append("\(transitions.bind(order.id)) ORDER BY id")
         let transitionRecords = try await rows(transitions, doing: "read an order's transitions").map { row throws(StoreError) in
@@ -43,7 +44,9 @@ extension PostgresStore {
         let eventRecords = try await rows(events, doing: "read an order's events").map { row throws(StoreError) in
             try record(row, EventColumns.record)
         }
-        return OrderDetail(order: order, transitions: transitionRecords, notifications: notificationRecords, events: eventRecords)
+        return OrderDetail(
+            order: order, transitions: transitionRecords, notifications: notificationRecords, events: eventRecords,
+            nextInquiryAt: nextInquiryAt, inquiries: try await inquiries(orderID: order.id))
     }
 
     public func notifications(_ filter: NotificationFilter, includeRaw: Bool) async throws(StoreError) -> [NotificationRecord] {
@@ -182,7 +185,7 @@ enum NotificationColumns {
     static func list(includeRaw: Bool) -> String {
         """
         id, provider, account, order_ref, received_at, verdict, reason, reason_detail, kind, provider_status, dedup_key, client_ip,
-        provider_txn_id, amount_minor, currency, detail, reverified_from\(includeRaw ? ", body, headers" : "")
+        provider_txn_id, amount_minor, currency, detail, reverified_from, inquiry_id\(includeRaw ? ", body, headers" : "")
         """
     }
 
@@ -199,7 +202,7 @@ enum NotificationColumns {
             clientIP: try row.optionalText("client_ip"), providerTxnID: try row.optionalText("provider_txn_id"),
             amount: try row.money("amount_minor", "currency"), detail: try row.optionalText("detail"),
             body: includeRaw ? try row.bytes("body") : nil, headers: includeRaw ? try row.text("headers") : nil,
-            reverifiedFrom: try row.optionalInt("reverified_from"))
+            reverifiedFrom: try row.optionalInt("reverified_from"), inquiryID: try row.optionalInt("inquiry_id"))
     }
 }
 

@@ -51,8 +51,10 @@ extension PostgresStore {
     public func plan(_ entry: InboxEntry) async throws(StoreError) -> RecordOutcome {
         let now = Self.timestamp()
         let routes = self.routesNow
+        let schedule = self.scheduleNow
         let results = try await transaction(doing: "plan a notification") { [logger] connection in
-            try await BatchRecorder(connection: connection, logger: logger, now: now, routes: routes).preview([.record(entry)])
+            try await BatchRecorder(connection: connection, logger: logger, now: now, routes: routes, schedule: schedule)
+                .preview([.record(entry)])
         }
         guard case .recorded(let outcome)? = results.first else {
             throw StoreError(message: "planning a notification gave no outcome")

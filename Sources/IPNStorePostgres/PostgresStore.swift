@@ -18,6 +18,7 @@ public final class PostgresStore: Store {
     private let writer: PostgresBatchWriter
     private let statistics: TableStatistics
     private let routes = Locked<[DeliveryRoute]>([])
+    private let schedule = Locked<InquirySchedule>(.standard)
     private let clientTask: Task<Void, Never>
     /// This node's name on its heartbeat row.
     private let node: String
@@ -63,7 +64,7 @@ public final class PostgresStore: Store {
         node = "\(ProcessInfo.processInfo.hostName)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let signal = eventSignal
         writer = PostgresBatchWriter(
-            client: client, writers: writers, maxBatch: maxBatch, routes: routes, logger: logger,
+            client: client, writers: writers, maxBatch: maxBatch, routes: routes, schedule: schedule, logger: logger,
             eventsCommitted: { _ in signal.signal() })
     }
 
@@ -104,6 +105,13 @@ public final class PostgresStore: Store {
 
     /// The delivery routes events are written with now.
     var routesNow: [DeliveryRoute] { routes.withLock { $0 } }
+
+    public func setInquirySchedule(_ schedule: InquirySchedule) {
+        self.schedule.withLock { $0 = schedule }
+    }
+
+    /// The inquiry schedule changed orders are given now.
+    var scheduleNow: InquirySchedule { schedule.withLock { $0 } }
 
     /// Makes sure every configured target has its row (pause state, the console's list).
     public func registerDeliveryTargets(_ names: [String]) async throws(StoreError) {

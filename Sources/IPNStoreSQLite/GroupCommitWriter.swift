@@ -47,6 +47,8 @@ final class GroupCommitWriter: Sendable {
     private let observer: (@Sendable (_ batchSize: Int, _ seconds: Double, _ failed: Bool) -> Void)?
     /// The delivery routes the write path creates deliveries by (the config's, reloadable).
     let routes = Locked<[DeliveryRoute]>([])
+    /// The inquiry schedule changed orders are given (the config's `reconcile`, reloadable).
+    let schedule = Locked<InquirySchedule>(.standard)
     /// Told, after a commit, how many order events it wrote.
     let eventsCommitted = Locked<(@Sendable (Int) -> Void)?>(nil)
     private let checkpointObserver: (@Sendable (_ seconds: Double, _ error: StoreError?) -> Void)?
@@ -164,11 +166,13 @@ final class GroupCommitWriter: Sendable {
         let started = DispatchTime.now().uptimeNanoseconds
         let now = Timestamp.format(epochMilliseconds: Int64(Date().timeIntervalSince1970 * 1000))
         let routes = self.routes.withLock { $0 }
+        let schedule = self.schedule.withLock { $0 }
         let effects = BatchEffects()
         do {
             try pool.writeWithoutTransaction { db in
                 try db.inTransaction(.immediate) {
-                    let context = WriteContext(db: db, now: now, statements: WriteStatements(db), routes: routes, effects: effects)
+                    let context = WriteContext(
+                        db: db, now: now, statements: WriteStatements(db), routes: routes, schedule: schedule, effects: effects)
                     for job in batch { try job.run(context) }
                     return .commit
                 }

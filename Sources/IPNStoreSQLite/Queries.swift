@@ -35,7 +35,8 @@ public enum Queries {
         ).map { try notificationRecord($0, includeRaw: includeRaw) }
         return OrderDetail(
             order: order, transitions: transitions, notifications: notifications,
-            events: try EventQueries.forOrder(db, orderID: order.id))
+            events: try EventQueries.forOrder(db, orderID: order.id), nextInquiryAt: row["inquiry_due_at"],
+            inquiries: try InquiryQueries.forOrder(db, orderID: order.id))
     }
 
     public static func notifications(_ db: Database, _ filter: NotificationFilter, includeRaw: Bool = false) throws
@@ -127,7 +128,7 @@ public enum Queries {
             clientIP: row["client_ip"], providerTxnID: row["provider_txn_id"],
             amount: money(row["amount_minor"], row["currency"]), detail: row["detail"],
             body: includeRaw ? (row["body"] as Data?).map { [UInt8]($0) } : nil,
-            headers: includeRaw ? row["headers"] : nil, reverifiedFrom: row["reverified_from"]
+            headers: includeRaw ? row["headers"] : nil, reverifiedFrom: row["reverified_from"], inquiryID: row["inquiry_id"]
         )
     }
 
@@ -223,5 +224,13 @@ public final class SQLiteReadOnlyStore: StoreReading {
 
     public func rejectedRequests(_ selection: RejectedSelection) async throws(StoreError) -> [RejectedRequest] {
         try read { db in try RejectedQueries.requests(db, selection) }
+    }
+
+    public func inquiries(_ filter: InquiryFilter) async throws(StoreError) -> [InquiryRecord] {
+        try read { db in try InquiryQueries.list(db, filter) }
+    }
+
+    public func inquiryBacklog(scopes: [Scope], now: String) async throws(StoreError) -> InquiryBacklog {
+        try read { db in try InquiryQueries.backlog(db, scopes: scopes, now: now) }
     }
 }

@@ -133,15 +133,23 @@ struct WriteContext {
     let now: String
     let statements: WriteStatements
     let routes: [DeliveryRoute]
+    let schedule: InquirySchedule
     let effects: BatchEffects
 
-    init(db: Database, now: String, statements: WriteStatements, routes: [DeliveryRoute] = [], effects: BatchEffects = BatchEffects()) {
+    init(
+        db: Database, now: String, statements: WriteStatements, routes: [DeliveryRoute] = [], schedule: InquirySchedule = .standard,
+        effects: BatchEffects = BatchEffects()
+    ) {
         self.db = db
         self.now = now
         self.statements = statements
         self.routes = routes
+        self.schedule = schedule
         self.effects = effects
     }
+
+    /// The one decision of what a write does, with this transaction's time, routes and schedule.
+    var planner: RecordingPlanner { RecordingPlanner(now: now, routes: routes, schedule: schedule) }
 
     /// Notes that the batch wrote an event (the feed's readers and the delivery service are told
     /// once it commits).
@@ -179,7 +187,7 @@ enum WriteSQL: Int, CaseIterable {
     /// The columns `SQLiteFactsReader` reads an order from, in its order.
     private static let orderColumns = """
         id, provider, account, order_ref, state, amount_minor, currency, refunded_minor, expected_amount_minor,
-        expected_currency, flags, provider_txn_id, created_at, updated_at
+        expected_currency, flags, provider_txn_id, created_at, updated_at, inquiry_from, inquiry_step, inquiry_due_at
         """
 
     var text: String {
@@ -203,8 +211,8 @@ enum WriteSQL: Int, CaseIterable {
             INSERT INTO notifications (
                 provider, account, received_at, client_ip, target, headers, body, verdict, reason,
                 reason_detail, kind, provider_status, dedup_key, order_ref, order_id, provider_txn_id, link_key,
-                amount_minor, currency, detail, pending_effect, reverified_from
-            ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                amount_minor, currency, detail, pending_effect, reverified_from, inquiry_id
+            ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """
         case .transitionInsert:
             "INSERT INTO transitions (order_id, from_state, to_state, at, notification_id) VALUES (?, ?, ?, ?, ?)"
@@ -217,13 +225,15 @@ enum WriteSQL: Int, CaseIterable {
         case .orderInsert:
             """
             INSERT INTO orders (provider, account, order_ref, provider_txn_id, state, amount_minor, currency,
-                                refunded_minor, expected_amount_minor, expected_currency, flags, created_at, updated_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                refunded_minor, expected_amount_minor, expected_currency, flags, created_at, updated_at,
+                                inquiry_from, inquiry_step, inquiry_due_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """
         case .orderUpdate:
             """
             UPDATE orders SET state = ?, amount_minor = ?, currency = ?, refunded_minor = ?, expected_amount_minor = ?,
-                              expected_currency = ?, flags = ?, provider_txn_id = ?, updated_at = ?
+                              expected_currency = ?, flags = ?, provider_txn_id = ?, updated_at = ?,
+                              inquiry_from = ?, inquiry_step = ?, inquiry_due_at = ?
             WHERE id = ?
             """
         case .eventInsert:

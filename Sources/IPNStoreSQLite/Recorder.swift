@@ -14,7 +14,7 @@ enum Recorder {
     /// Reads the entry's facts and lets `RecordingPlanner` decide, writing nothing: inside the
     /// writer's transaction before `write`, or alone in a read transaction for a dry run.
     static func plan(_ prepared: PreparedEntry, in tx: WriteContext) throws -> WritePlan {
-        let planner = RecordingPlanner(now: tx.now, routes: tx.routes)
+        let planner = tx.planner
         switch prepared.entry {
         case .rejected(let request, let rejection):
             return planner.plan(rejected: request, rejection)
@@ -28,8 +28,7 @@ enum Recorder {
     /// Registers the amount and currency `orderRef` must be paid with.
     static func setExpectation(_ amount: Money, scope: Scope, orderRef: String, in tx: WriteContext) throws -> ExpectationOutcome {
         let order = try SQLiteFactsReader(tx: tx).order(scope: scope, orderRef: orderRef)
-        let (plan, outcome) = RecordingPlanner(now: tx.now, routes: tx.routes)
-            .plan(expectation: amount, scope: scope, orderRef: orderRef, order: order)
+        let (plan, outcome) = tx.planner.plan(expectation: amount, scope: scope, orderRef: orderRef, order: order)
         _ = try write(plan, in: tx)
         return outcome
     }
@@ -115,14 +114,15 @@ enum Recorder {
                 .text(order.scope.provider), .text(order.scope.account), .text(order.orderRef), .text(order.providerTxnID),
                 .text(order.state.rawValue), .int(order.amount?.minor), .text(order.amount?.currency), .int(order.refundedMinor),
                 .int(order.expected?.minor), .text(order.expected?.currency), .text(order.flagsText), .text(order.createdAt),
-                .text(order.updatedAt))
+                .text(order.updatedAt), .text(order.inquiry.from), .int(Int64(order.inquiry.step)), .text(order.inquiry.dueAt))
             return tx.db.lastInsertedRowID
         case .update(let order):
             guard let id = order.id else { throw StoreError(message: "an order to update has no id") }
             try RawStatement(tx, .orderUpdate).run(
                 .text(order.state.rawValue), .int(order.amount?.minor), .text(order.amount?.currency), .int(order.refundedMinor),
                 .int(order.expected?.minor), .text(order.expected?.currency), .text(order.flagsText),
-                .text(order.providerTxnID), .text(order.updatedAt), .int(id))
+                .text(order.providerTxnID), .text(order.updatedAt), .text(order.inquiry.from), .int(Int64(order.inquiry.step)),
+                .text(order.inquiry.dueAt), .int(id))
             return id
         case .unchanged(let order):
             guard let id = order.id else { throw StoreError(message: "an order left unchanged has no id") }
@@ -140,7 +140,7 @@ enum Recorder {
             .text(notification?.providerStatus), .text(notification?.dedupKey), .text(planned.orderRef), .int(orderID),
             .text(notification?.providerTxnID), .text(notification?.link?.key), .int(notification?.amount?.minor),
             .text(notification?.amount?.currency), .text(planned.detailJSON), .text(planned.pendingEffect),
-            .int(request.reverifiedFrom))
+            .int(request.reverifiedFrom), .int(request.inquiryID))
         let id = tx.db.lastInsertedRowID
         // The overview's hourly count (`notification_counts`), in the same transaction.
         try RawStatement(tx, .notificationCount).run(
@@ -223,7 +223,8 @@ struct SQLiteFactsReader: FactsReader {
             state: try state(row.text(4) ?? ""), amount: zip(row.int(5), row.text(6)).map { Money(minor: $0, currency: $1) },
             refundedMinor: row.int(7) ?? 0, expected: zip(row.int(8), row.text(9)).map { Money(minor: $0, currency: $1) },
             flags: StoredOrder.flags(fromText: row.text(10) ?? ""), providerTxnID: row.text(11), createdAt: row.text(12) ?? "",
-            updatedAt: row.text(13) ?? "")
+            updatedAt: row.text(13) ?? "",
+            inquiry: InquiryScheduleState(from: row.text(14), step: Int(row.int(15) ?? 0), dueAt: row.text(16)))
     }
 
     private static func state(_ text: String) throws -> OrderState {

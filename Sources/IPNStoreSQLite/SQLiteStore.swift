@@ -56,10 +56,13 @@ public final class SQLiteStore: Store {
     public func plan(_ entry: InboxEntry) async throws(StoreError) -> RecordOutcome {
         let prepared = PreparedEntry(entry)
         let routes = writer.routes.withLock { $0 }
+        let schedule = writer.schedule.withLock { $0 }
         let now = Timestamp.format(epochMilliseconds: Int64(Date().timeIntervalSince1970 * 1000))
         // The writer's own reads and decision, on a reader connection: nothing can be written.
         return try await database.read { db in
-            try Recorder.plan(prepared, in: WriteContext(db: db, now: now, statements: WriteStatements(db), routes: routes)).outcome
+            try Recorder.plan(
+                prepared, in: WriteContext(db: db, now: now, statements: WriteStatements(db), routes: routes, schedule: schedule)
+            ).outcome
         }
     }
 
@@ -160,6 +163,36 @@ public final class SQLiteStore: Store {
         let count = try await writer.submit { tx in try DeliveryQueries.retry(tx.db, selection, now: now) }
         eventSignal.signal()
         return count
+    }
+
+    // MARK: Reconciliation
+
+    public func setInquirySchedule(_ schedule: InquirySchedule) {
+        writer.schedule.withLock { $0 = schedule }
+    }
+
+    public func claimDueOrders(scope: Scope, limit: Int, now: String, leaseUntil: String) async throws(StoreError) -> [DueOrder] {
+        guard limit > 0 else { return [] }
+        return try await writer.submit { tx in
+            try InquiryQueries.claim(tx.db, scope: scope, limit: limit, now: now, leaseUntil: leaseUntil)
+        }
+    }
+
+    public func recordInquiry(_ inquiry: CompletedInquiry) async throws(StoreError) -> InquiryRecord {
+        try await writer.submit { tx in try InquiryQueries.record(inquiry, in: tx) }
+    }
+
+    public func releaseInquiryClaims(_ claims: [InquiryClaim], now: String) async throws(StoreError) {
+        guard !claims.isEmpty else { return }
+        try await writer.submit { tx in try InquiryQueries.release(tx.db, claims, now: now) }
+    }
+
+    public func inquiries(_ filter: InquiryFilter) async throws(StoreError) -> [InquiryRecord] {
+        try await database.read { db in try InquiryQueries.list(db, filter) }
+    }
+
+    public func inquiryBacklog(scopes: [Scope], now: String) async throws(StoreError) -> InquiryBacklog {
+        try await database.read { db in try InquiryQueries.backlog(db, scopes: scopes, now: now) }
     }
 
     // MARK: Retention

@@ -257,6 +257,46 @@ enum Schema {
                     WHERE reverified_from IS NOT NULL;
                 """)
         }
+        migrator.registerMigration("v8: reconciliation: the orders' inquiry schedule, inquiry records, notifications from inquiries") { db in
+            // inquiry_from, inquiry_step, inquiry_due_at: where an order that has not settled
+            // stands in the inquiry schedule (InquiryScheduleState). orders_inquiry_due holds only
+            // the orders that are scheduled, so finding a batch of due orders of an account reads
+            // a few index entries however many orders there are, and settled orders cost the
+            // index nothing. Orders already waiting are due at once, counted from their last
+            // update: an account given an `inquiry` section is asked about what went quiet before.
+            // notifications.inquiry_id: a fact an inquiry recorded (`source: inquiry`); NULL for
+            // the provider's own notifications, so the column costs them nothing.
+            try db.execute(sql: """
+                ALTER TABLE orders ADD COLUMN inquiry_from TEXT;
+                ALTER TABLE orders ADD COLUMN inquiry_step INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE orders ADD COLUMN inquiry_due_at TEXT;
+                UPDATE orders SET inquiry_from = updated_at, inquiry_due_at = updated_at
+                    WHERE state IN ('expected', 'pending', 'authorized') AND (',' || flags || ',') NOT LIKE '%,unsettled,%';
+                CREATE INDEX orders_inquiry_due ON orders(provider, account, inquiry_due_at) WHERE inquiry_due_at IS NOT NULL;
+
+                ALTER TABLE notifications ADD COLUMN inquiry_id INTEGER;
+
+                CREATE TABLE inquiries (
+                    id INTEGER PRIMARY KEY,
+                    provider TEXT NOT NULL,
+                    account TEXT NOT NULL,
+                    order_ref TEXT NOT NULL,
+                    order_id INTEGER REFERENCES orders(id),
+                    asked_at TEXT NOT NULL,
+                    trigger TEXT NOT NULL,
+                    outcome TEXT NOT NULL,
+                    http_status INTEGER,
+                    provider_status TEXT,
+                    notification_id INTEGER,
+                    verdict TEXT,
+                    error TEXT,
+                    duration_ms INTEGER NOT NULL,
+                    url TEXT NOT NULL
+                );
+                CREATE INDEX inquiries_by_order ON inquiries(order_id, id);
+                CREATE INDEX inquiries_by_asked_at ON inquiries(asked_at);
+                """)
+        }
         return migrator
     }
 }

@@ -11,10 +11,13 @@ public struct RecordingPlanner: Sendable {
     public let now: String
     /// The configured delivery targets' routes: each event gets a delivery per match.
     public let routes: [DeliveryRoute]
+    /// When orders that have not settled are asked about (`reconcile`): a change starts it again.
+    public let schedule: InquirySchedule
 
-    public init(now: String, routes: [DeliveryRoute] = []) {
+    public init(now: String, routes: [DeliveryRoute] = [], schedule: InquirySchedule = .standard) {
         self.now = now
         self.routes = routes
+        self.schedule = schedule
     }
 
     /// The plan for a rejected request: its row, nothing else.
@@ -89,7 +92,7 @@ public struct RecordingPlanner: Sendable {
             working.transitions.append(PlannedTransition(from: nil, to: .expected, cause: .none))
             working.order?.hasTransitions = true
             working.events.append(event(.stateChanged, from: nil, to: .expected, flag: nil, cause: .none, providerStatus: nil, working))
-            finish(&plan, working: working, original: nil)
+            finish(&plan, working: working, original: nil, changed: true)
             return (plan, ExpectationOutcome(state: .expected, mismatch: nil))
         }
         // Judged against the order as it was: the expectation is what is being checked.
@@ -104,8 +107,26 @@ public struct RecordingPlanner: Sendable {
             working.events.append(event(.flagged, from: state, to: state, flag: OrderFlag.amountMismatch.rawValue, cause: .none,
                                         providerStatus: nil, working))
         }
-        finish(&plan, working: working, original: existing)
+        // An expectation registered is a change: the inquiry schedule counts from it.
+        finish(&plan, working: working, original: existing, changed: true)
         return (plan, ExpectationOutcome(state: updated.state, mismatch: mismatch))
+    }
+
+    /// The plan for giving up on `order` (reconciliation's last step came to nothing): flagged
+    /// `unsettled`, with an `order.flagged` event when the flag is new, and no longer scheduled.
+    public func plan(giveUp order: StoredOrder) -> WritePlan {
+        var updated = order
+        updated.inquiry.dueAt = nil
+        var working = Working(scope: order.scope, order: OrderFacts(order: updated))
+        var plan = WritePlan(outcome: RecordOutcome(notificationID: 0, verdict: .recorded, orderState: order.state, orderRef: order.orderRef))
+        if raise(.unsettled, on: &working) {
+            working.events.append(event(.flagged, from: order.state, to: order.state, flag: OrderFlag.unsettled.rawValue, cause: .none,
+                                        providerStatus: nil, working))
+        }
+        finish(&plan, working: working, original: order)
+        plan.outcome.flag = plan.events.isEmpty ? nil : .unsettled
+        plan.outcome.eventsWritten = plan.events.count
+        return plan
     }
 
     // MARK: Applying
@@ -157,7 +178,11 @@ public struct RecordingPlanner: Sendable {
         let txnID = notification.describesThePayment ? notification.providerTxnID : nil
         if var existing = working.order, decision.newState != nil || decision.orderAmount != nil || decision.refundedMinor != nil {
             // A transition, or facts a late notification still tells (the amount, the total).
-            if let newState = decision.newState { existing.order.state = newState }
+            if let newState = decision.newState {
+                existing.order.state = newState
+                // Settled: reconciliation's give-up no longer stands.
+                if newState.isSettled { existing.order.flags.removeAll { $0 == OrderFlag.unsettled.rawValue } }
+            }
             if let amount = decision.orderAmount { existing.order.amount = amount }
             if let refunded = decision.refundedMinor { existing.order.refundedMinor = refunded }
             // The payment's own id: payments set it; a capture's id only fills it when unknown.
@@ -250,6 +275,17 @@ public struct RecordingPlanner: Sendable {
         return true
     }
 
+    /// The inquiry schedule counted from a change made now to an order in `state`.
+    private func scheduleFromNow(for state: OrderState) -> InquiryScheduleState {
+        guard !state.isSettled, let nowMillis = Timestamp.parse(now) else { return InquiryScheduleState() }
+        switch schedule.first(changedAt: nowMillis) {
+        case .ask(let at, let step):
+            return InquiryScheduleState(from: now, step: step, dueAt: Timestamp.format(epochMilliseconds: at))
+        case .giveUp:
+            return InquiryScheduleState(from: now)
+        }
+    }
+
     private func newOrder(
         _ scope: Scope, _ orderRef: String, state: OrderState, amount: Money?, refundedMinor: Int64, providerTxnID: String?
     ) -> StoredOrder {
@@ -270,9 +306,15 @@ public struct RecordingPlanner: Sendable {
     }
 
     /// Moves the working order's rows into the plan: the order (inserted when new, updated when
-    /// changed), its transitions, refunds and events.
-    private func finish(_ plan: inout WritePlan, working: Working, original: StoredOrder?) {
-        if let order = working.order?.order {
+    /// changed), its transitions, refunds and events. A new order, a transition or an
+    /// expectation (`changed`) starts the order's inquiry schedule again from now.
+    private func finish(_ plan: inout WritePlan, working: Working, original: StoredOrder?, changed: Bool = false) {
+        var final = working.order
+        if var order = working.order?.order {
+            if changed || order.id == nil || !working.transitions.isEmpty {
+                order.inquiry = scheduleFromNow(for: order.state)
+                final?.order = order
+            }
             if order.id == nil {
                 plan.order = .insert(order)
             } else if order != original {
@@ -284,6 +326,6 @@ public struct RecordingPlanner: Sendable {
         plan.transitions = working.transitions
         plan.refunds = working.refunds
         plan.events = working.events
-        plan.finalOrder = working.order
+        plan.finalOrder = final
     }
 }

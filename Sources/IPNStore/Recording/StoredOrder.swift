@@ -25,10 +25,13 @@ public struct StoredOrder: Sendable, Equatable {
     public var providerTxnID: String?
     public var createdAt: String
     public var updatedAt: String
+    /// Where the order is in the inquiry schedule (product.md section 12).
+    public var inquiry: InquiryScheduleState
 
     public init(
         id: Int64?, scope: Scope, orderRef: String, state: OrderState, amount: Money?, refundedMinor: Int64,
-        expected: Money?, flags: [String], providerTxnID: String?, createdAt: String, updatedAt: String
+        expected: Money?, flags: [String], providerTxnID: String?, createdAt: String, updatedAt: String,
+        inquiry: InquiryScheduleState = InquiryScheduleState()
     ) {
         self.id = id
         self.scope = scope
@@ -41,6 +44,7 @@ public struct StoredOrder: Sendable, Equatable {
         self.providerTxnID = providerTxnID
         self.createdAt = createdAt
         self.updatedAt = updatedAt
+        self.inquiry = inquiry
     }
 
     /// The flags as the store keeps them: comma-separated.
@@ -61,6 +65,25 @@ public struct StoredOrder: Sendable, Equatable {
             id: id ?? 0, provider: scope.provider, account: scope.account, orderRef: orderRef,
             providerTxnID: providerTxnID, state: state, amount: amount, refundedMinor: refundedMinor, expected: expected,
             flags: flags, createdAt: createdAt, updatedAt: updatedAt))
+    }
+}
+
+/// Where an order stands in the inquiry schedule: the store's `inquiry_from`, `inquiry_step`
+/// and `inquiry_due_at` columns. Finding due orders reads an index on the due time.
+public struct InquiryScheduleState: Sendable, Equatable {
+    /// The change the schedule counts from (`Timestamp` text): creation, a transition, an
+    /// expectation registered.
+    public var from: String?
+    /// Inquiries made since that change without news.
+    public var step: Int
+    /// When the order is asked next (`Timestamp` text); nil when it is not: settled, given up,
+    /// or (while an inquiry runs) the lease's end.
+    public var dueAt: String?
+
+    public init(from: String? = nil, step: Int = 0, dueAt: String? = nil) {
+        self.from = from
+        self.step = step
+        self.dueAt = dueAt
     }
 }
 

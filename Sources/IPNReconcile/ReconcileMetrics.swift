@@ -1,0 +1,46 @@
+import CoreMetrics
+import IPNCore
+import IPNStore
+
+/// The reconciler's instruments: `ipnd_inquiries_total{provider,outcome}` and
+/// `ipnd_inquiry_duration_seconds{provider}` (the gauges of awaiting and unsettled orders are
+/// read from the store at each scrape).
+public final class ReconcileMetrics: Sendable {
+    private struct Instruments: Sendable {
+        let outcomes: [InquiryOutcome: Counter]
+        let duration: Timer
+    }
+
+    private let factory: any MetricsFactory
+    private let providers = Locked<[String: Instruments]>([:])
+
+    public init(factory: any MetricsFactory) {
+        self.factory = factory
+    }
+
+    /// Creates the provider's series now, so that they read 0 before its first inquiry.
+    public func register(provider: String) {
+        _ = instruments(provider)
+    }
+
+    func asked(provider: String, outcome: InquiryOutcome, milliseconds: Int64) {
+        let instruments = instruments(provider)
+        instruments.outcomes[outcome]?.increment()
+        instruments.duration.recordNanoseconds(milliseconds * 1_000_000)
+    }
+
+    private func instruments(_ provider: String) -> Instruments {
+        providers.withLock { providers in
+            if let existing = providers[provider] { return existing }
+            let made = Instruments(
+                outcomes: Dictionary(uniqueKeysWithValues: InquiryOutcome.allCases.map { outcome in
+                    (outcome, Counter(label: "ipnd_inquiries_total", dimensions: [("provider", provider), ("outcome", outcome.rawValue)],
+                                      factory: factory))
+                }),
+                duration: Timer(label: "ipnd_inquiry_duration_seconds", dimensions: [("provider", provider)],
+                                preferredDisplayUnit: .seconds, factory: factory))
+            providers[provider] = made
+            return made
+        }
+    }
+}

@@ -1,0 +1,346 @@
+import Foundation
+import IPNCore
+import IPNStore
+import Logging
+import NIOCore
+import ServiceLifecycle
+
+/// Reconciliation (product.md section 12): asks each provider's status API about the orders
+/// that have not settled and went quiet, and records each answer through the store's one write
+/// path, so that a lost notification no longer leaves a paid order `pending` for good.
+///
+/// The store keeps each order's schedule (`InquiryScheduleState`) and hands out due orders from
+/// an index; this service claims them per account, at most `max_in_flight` inquiries on the wire
+/// and `per_account_per_minute` per account (spread evenly), holds an account that answered 429
+/// with `Retry-After`, and yields to providers' notifications as delivery does. A claim is a
+/// lease: an order whose inquiry never got recorded (a crash, a node killed) is due again once it
+/// runs out, so nothing is lost and another node takes it over.
+public final class Reconciler: Service, Sendable {
+    /// The config's `reconcile` section, as the reconciler uses it.
+    public struct Settings: Sendable, Equatable {
+        public var schedule: InquirySchedule
+        public var maxInFlight: Int
+        public var perAccountPerMinute: Int
+        public var timeoutSeconds: Int
+
+        public init(schedule: InquirySchedule = .standard, maxInFlight: Int = 4, perAccountPerMinute: Int = 60, timeoutSeconds: Int = 10) {
+            self.schedule = schedule
+            self.maxInFlight = max(1, maxInFlight)
+            self.perAccountPerMinute = max(1, perAccountPerMinute)
+            self.timeoutSeconds = max(1, timeoutSeconds)
+        }
+
+        /// How long a claim holds an order: a token request and the inquiry, each within the
+        /// timeout, the wait for the account's pacing slot, and a margin.
+        var leaseMillis: Int64 { Int64(timeoutSeconds) * 2_000 + Reconciler.pollMillis + 10_000 }
+    }
+
+    /// An account with an `inquiry` section.
+    public struct Account: Sendable {
+        public var scope: Scope
+        public var inquiry: any StatusInquiry
+
+        public init(scope: Scope, inquiry: any StatusInquiry) {
+            self.scope = scope
+            self.inquiry = inquiry
+        }
+    }
+
+    /// Why `ask` could not ask.
+    public enum AskFailure: Error, Sendable, CustomStringConvertible {
+        /// ipnd does not know the order (register it with `orders expect` first).
+        case unknownOrder
+        /// The account has no `inquiry` section.
+        case noInquiry
+        /// The store could not be read or written.
+        case store(StoreError)
+
+        public var description: String {
+            switch self {
+            case .unknownOrder: "ipnd does not know this order (register it with `ipnd orders expect` first)"
+            case .noInquiry: "the account has no inquiry section in the config: it is never asked"
+            case .store(let error): "\(error)"
+            }
+        }
+    }
+
+    /// How often the loop looks for due orders without being woken.
+    static let pollMillis: Int64 = 250
+    /// Notifications being recorded at once that make the reconciler wait (as delivery does).
+    static let busyRecording = 4
+    static let maxYield: Duration = .milliseconds(100)
+    /// The most orders one claim takes.
+    static let claimLimit = 64
+
+    private let store: any Store
+    private let logger: Logger
+    private let metrics: ReconcileMetrics
+    private let client: InquiryClient
+    private let inquirer: Inquirer
+    private let executor: (any TaskExecutor)?
+    private let state: Locked<State>
+    /// Wakes the loop when an inquiry ends (a slot is free) or the settings change.
+    private let wakeups = EventSignal()
+
+    private struct State {
+        var settings: Settings
+        var accounts: [Account]
+        var pacer: AccountPacer
+        var inFlight = 0
+        var stopping = false
+        /// Claims waiting for their pacing slot, by order id: given back on shutdown.
+        var waiting: [Int64: InquiryClaim] = [:]
+        /// When each account's refused credential was last logged at error (Unix ms).
+        var unauthorizedLogged: [Scope: Int64] = [:]
+        /// Where the next round starts among the accounts (fair to each).
+        var nextAccount = 0
+    }
+
+    /// - Parameters:
+    ///   - eventLoopGroup: the HTTP client's threads (delivery's, at a lower priority, in the daemon).
+    ///   - executor: where the inquiries' tasks run (delivery's low-priority threads in the daemon).
+    public init(
+        store: any Store, settings: Settings, accounts: [Account], logger: Logger, metrics: ReconcileMetrics, userAgent: String,
+        eventLoopGroup: (any EventLoopGroup)? = nil, executor: (any TaskExecutor)? = nil
+    ) {
+        self.store = store
+        self.logger = logger
+        self.metrics = metrics
+        self.executor = executor
+        client = InquiryClient(userAgent: userAgent, eventLoopGroup: eventLoopGroup)
+        inquirer = Inquirer(client: client, tokens: TokenCache(client: client))
+        state = Locked(State(settings: settings, accounts: accounts, pacer: AccountPacer(perMinute: settings.perAccountPerMinute)))
+        store.setInquirySchedule(settings.schedule)
+        for account in accounts { metrics.register(provider: account.scope.provider) }
+    }
+
+    /// The accounts asked now.
+    public var scopes: [Scope] { state.withLock { $0.accounts.map(\.scope) } }
+
+    /// Replaces the settings and accounts (a reload). Inquiries in flight finish with the old
+    /// ones; tokens are fetched again with the new credentials.
+    public func update(settings: Settings, accounts: [Account]) async {
+        state.withLock { state in
+            state.settings = settings
+            state.accounts = accounts
+            state.pacer.perMinute = settings.perAccountPerMinute
+            state.nextAccount = 0
+        }
+        store.setInquirySchedule(settings.schedule)
+        for account in accounts { metrics.register(provider: account.scope.provider) }
+        await inquirer.tokens.clear()
+        wakeups.signal()
+    }
+
+    public func run() async throws {
+        await withGracefulShutdownHandler {
+            await withDiscardingTaskGroup { group in
+                while !state.withLock({ $0.stopping }), !Task.isCancelled {
+                    let generation = wakeups.generation
+                    await yieldToProviders()
+                    for (order, account, claim, startAt) in await claimRound() {
+                        group.addTask(executorPreference: executor) { [self] in
+                            await perform(order, account: account, claim: claim, startAt: startAt)
+                        }
+                    }
+                    // Until an inquiry ends or the poll interval passes.
+                    await wakeups.wait(since: generation, timeout: .milliseconds(Self.pollMillis))
+                }
+            }
+        } onGracefulShutdown: {
+            self.state.withLock { $0.stopping = true }
+            self.wakeups.signal()
+        }
+        state.withLock { $0.stopping = true }
+        await client.shutdown()
+    }
+
+    /// Asks about one order now, outside the schedule (`orders reconcile`, the API, the
+    /// console), records the answer and returns its record. The order's schedule moves only if
+    /// the answer changes the order.
+    public func ask(provider: String, account: String, orderRef: String, trigger: InquiryTrigger) async throws(AskFailure) -> InquiryRecord {
+        let scope = Scope(provider: provider, account: account)
+        guard let configured = state.withLock({ $0.accounts.first { $0.scope == scope } }) else { throw .noInquiry }
+        let detail: OrderDetail?
+        do {
+            detail = try await store.order(provider: provider, account: account, orderRef: orderRef, includeRaw: false)
+        } catch {
+            throw .store(error)
+        }
+        guard let order = detail?.order else { throw .unknownOrder }
+        let askedAt = WallClock.millis()
+        let timeout = state.withLock { $0.settings.timeoutSeconds }
+        let attempt = await inquirer.ask(configured.inquiry, scope: scope, order: InquiryOrder(order), timeout: .seconds(timeout))
+        if let until = attempt.retryAfterMillis { state.withLock { $0.pacer.hold(scope, until: until) } }
+        do {
+            let record = try await store.recordInquiry(CompletedInquiry(
+                scope: scope, orderRef: orderRef, askedAt: WallClock.text(askedAt), trigger: trigger, url: attempt.url,
+                durationMs: attempt.durationMs, httpStatus: attempt.httpStatus, providerStatus: attempt.providerStatus,
+                result: attempt.result))
+            report(record, attempt: attempt)
+            return record
+        } catch {
+            logger.error("inquiry not recorded: store unavailable", metadata: [
+                "provider": "\(provider)", "account": "\(account)", "order_ref": "\(orderRef)", "store_error": "\(error)",
+            ])
+            throw .store(error)
+        }
+    }
+
+    /// Closes the HTTP client (a reconciler used for `ask` only, never run).
+    public func shutdown() async {
+        await client.shutdown()
+    }
+
+    // MARK: The loop
+
+    /// Claims what the free slots and the accounts' pacing allow, each order with its slot.
+    private func claimRound() async -> [(DueOrder, Account, InquiryClaim, Int64)] {
+        let (accounts, settings, start) = state.withLock { state in
+            (state.accounts, state.settings, state.nextAccount)
+        }
+        guard !accounts.isEmpty else { return [] }
+        var started: [(DueOrder, Account, InquiryClaim, Int64)] = []
+        for offset in 0..<accounts.count {
+            let account = accounts[(start + offset) % accounts.count]
+            let now = WallClock.millis()
+            let wanted = state.withLock { state -> Int in
+                let free = state.settings.maxInFlight - state.inFlight
+                guard free > 0, !state.stopping else { return 0 }
+                return min(free, Self.claimLimit, state.pacer.available(account.scope, now: now, horizon: Self.pollMillis))
+            }
+            guard wanted > 0 else { continue }
+            let due: [DueOrder]
+            do {
+                due = try await store.claimDueOrders(
+                    scope: account.scope, limit: wanted, now: WallClock.text(now), leaseUntil: WallClock.text(now + settings.leaseMillis))
+            } catch {
+                logger.error("due orders not claimed: store unavailable", metadata: [
+                    "provider": "\(account.scope.provider)", "account": "\(account.scope.account)", "store_error": "\(error)",
+                ])
+                continue
+            }
+            for order in due {
+                let claim = InquiryClaim(orderID: order.orderID, lease: order.lease, next: .giveUp)
+                let startAt = state.withLock { state -> Int64 in
+                    state.inFlight += 1
+                    state.waiting[order.orderID] = claim
+                    return state.pacer.reserve(account.scope, now: now)
+                }
+                started.append((order, account, claim, startAt))
+            }
+        }
+        state.withLock { $0.nextAccount = (start + 1) % max(1, accounts.count) }
+        return started
+    }
+
+    /// One scheduled inquiry: waits for its slot, asks, records, and frees the slot.
+    private func perform(_ order: DueOrder, account: Account, claim: InquiryClaim, startAt: Int64) async {
+        defer {
+            state.withLock { $0.inFlight -= 1 }
+            wakeups.signal()
+        }
+        while WallClock.millis() < startAt {
+            if state.withLock({ $0.stopping }) { break }
+            try? await Task.sleep(for: .milliseconds(min(50, max(1, startAt - WallClock.millis()))))
+        }
+        let stillWaiting = state.withLock { state -> Bool in
+            guard !state.stopping else { return true }
+            state.waiting[order.orderID] = nil
+            return false
+        }
+        if stillWaiting {
+            // Shutting down before it was asked: due again at once, for this node's next start
+            // or another node.
+            state.withLock { $0.waiting[order.orderID] = nil }
+            try? await store.releaseInquiryClaims([claim], now: WallClock.text())
+            return
+        }
+        let settings = state.withLock { $0.settings }
+        let schedule = settings.schedule
+        let askedAt = WallClock.millis()
+        let attempt = await inquirer.ask(
+            account.inquiry, scope: account.scope, order: InquiryOrder(order), timeout: .seconds(settings.timeoutSeconds))
+        let changedAt = order.schedule.from.flatMap(Timestamp.parse) ?? Timestamp.parse(order.createdAt) ?? askedAt
+        var next = schedule.next(afterStep: order.schedule.step, changedAt: changedAt, askedAt: askedAt)
+        if let until = attempt.retryAfterMillis {
+            // Asked to wait: this step is asked again once the wait is over.
+            state.withLock { $0.pacer.hold(account.scope, until: until) }
+            next = .ask(atMillis: until, step: order.schedule.step)
+        }
+        var completed = CompletedInquiry(
+            scope: account.scope, orderRef: order.orderRef, askedAt: WallClock.text(askedAt), trigger: .schedule, url: attempt.url,
+            durationMs: attempt.durationMs, httpStatus: attempt.httpStatus, providerStatus: attempt.providerStatus,
+            result: attempt.result)
+        completed.claim = InquiryClaim(orderID: order.orderID, lease: claim.lease, next: next)
+        do {
+            let record = try await store.recordInquiry(completed)
+            report(record, attempt: attempt)
+        } catch {
+            // The claim runs out and the order is asked again: at least once, never lost.
+            logger.error("inquiry not recorded: store unavailable; the order is asked again", metadata: [
+                "provider": "\(account.scope.provider)", "account": "\(account.scope.account)", "order_ref": "\(order.orderRef)",
+                "store_error": "\(error)",
+            ])
+        }
+    }
+
+    /// Waits, up to `maxYield`, while providers' notifications are being recorded in numbers.
+    private func yieldToProviders() async {
+        let deadline = ContinuousClock.now + Self.maxYield
+        while store.recording.count >= Self.busyRecording, ContinuousClock.now < deadline, !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(2))
+        }
+    }
+
+    // MARK: Reporting
+
+    /// One log line per inquiry, its metrics, and a refused credential at error once an hour.
+    private func report(_ record: InquiryRecord, attempt: InquiryAttempt) {
+        metrics.asked(provider: record.provider, outcome: record.outcome, milliseconds: record.durationMs)
+        var metadata: Logger.Metadata = [
+            "provider": "\(record.provider)", "account": "\(record.account)", "order_ref": "\(record.orderRef)",
+            "trigger": "\(record.trigger.rawValue)", "outcome": "\(record.outcome.rawValue)",
+            "http_status": "\(record.httpStatus.map(String.init) ?? "-")", "provider_status": "\(record.providerStatus ?? "-")",
+            "notification_id": "\(record.notificationID.map(String.init) ?? "-")", "latency_ms": "\(record.durationMs)",
+            "inquiry_id": "\(record.id)",
+        ]
+        if let verdict = record.verdict { metadata["verdict"] = "\(verdict.rawValue)" }
+        if let error = record.error { metadata["error"] = "\(error)" }
+        let level: Logger.Level = switch record.outcome {
+        case .badSignature: .warning
+        case .error where attempt.unauthorized: .warning
+        case .error, .cannotAsk: .notice
+        default: record.verdict == .mismatch ? .warning : .info
+        }
+        logger.log(level: level, "inquiry", metadata: metadata)
+        if attempt.unauthorized {
+            let scope = Scope(provider: record.provider, account: record.account)
+            let now = WallClock.millis()
+            let due = state.withLock { state -> Bool in
+                guard now - (state.unauthorizedLogged[scope] ?? .min / 2) >= 3_600_000 else { return false }
+                state.unauthorizedLogged[scope] = now
+                return true
+            }
+            if due {
+                logger.error("the provider refused the account's inquiry credential (401); check its inquiry section", metadata: [
+                    "provider": "\(record.provider)", "account": "\(record.account)",
+                ])
+            }
+        }
+    }
+}
+
+extension InquiryOrder {
+    init(_ order: DueOrder) {
+        self.init(
+            orderRef: order.orderRef, providerTxnID: order.providerTxnID, state: order.state, amount: order.amount,
+            expected: order.expected, createdAtMillis: Timestamp.parse(order.createdAt) ?? 0)
+    }
+
+    init(_ order: OrderRecord) {
+        self.init(
+            orderRef: order.orderRef, providerTxnID: order.providerTxnID, state: order.state, amount: order.amount,
+            expected: order.expected, createdAtMillis: Timestamp.parse(order.createdAt) ?? 0)
+    }
+}

@@ -1,0 +1,297 @@
+import IPNCore
+
+/// Why an inquiry was made.
+public enum InquiryTrigger: String, Sendable, CaseIterable, Codable {
+    /// The reconciler: the order's schedule said it was due.
+    case schedule
+    /// `ipnd orders reconcile`.
+    case cli
+    /// `POST /api/v1/orders/{provider}/{order_ref}/inquiries`.
+    case api
+    /// The console's "Ask the provider now".
+    case console
+}
+
+/// What an inquiry came to (product.md section 12).
+public enum InquiryOutcome: String, Sendable, CaseIterable, Codable {
+    /// The answer carried a fact not stored before: it was recorded as a notification.
+    case recorded
+    /// The fact is already stored, or the order has not settled yet: nothing else written.
+    case noNews = "no_news"
+    /// The provider does not know the order.
+    case notFound = "not_found"
+    /// No usable answer (timeout, connection, TLS, HTTP error status, unauthorized, a body that
+    /// does not parse, an unexpected reply).
+    case error
+    /// A signed answer (Antom) failed verification: nothing in it was recorded.
+    case badSignature = "bad_signature"
+    /// ipnd lacks what the provider needs to be asked.
+    case cannotAsk = "cannot_ask"
+
+    /// Whether the provider gave an answer ipnd could use (`orders reconcile` exits 0).
+    public var isAnswer: Bool {
+        switch self {
+        case .recorded, .noNews, .notFound: true
+        case .error, .badSignature, .cannotAsk: false
+        }
+    }
+}
+
+/// One inquiry as the store keeps it.
+public struct InquiryRecord: Sendable, Equatable {
+    public var id: Int64
+    public var provider: String
+    public var account: String
+    public var orderRef: String
+    /// When it was asked (`Timestamp` text).
+    public var askedAt: String
+    public var trigger: InquiryTrigger
+    public var outcome: InquiryOutcome
+    /// The answer's HTTP status; nil when none came (or none was asked).
+    public var httpStatus: Int?
+    /// The provider's status word for the order, when the answer named one.
+    public var providerStatus: String?
+    /// The notification the answer was recorded as (`recorded`): the last one when it told several.
+    public var notificationID: Int64?
+    /// That notification's verdict.
+    public var verdict: Verdict?
+    /// What went wrong, for `error`, `bad_signature` and `cannot_ask`.
+    public var error: String?
+    public var durationMs: Int64
+    /// The URL asked (never a credential).
+    public var url: String
+
+    public init(
+        id: Int64, provider: String, account: String, orderRef: String, askedAt: String, trigger: InquiryTrigger,
+        outcome: InquiryOutcome, httpStatus: Int?, providerStatus: String?, notificationID: Int64?, verdict: Verdict?,
+        error: String?, durationMs: Int64, url: String
+    ) {
+        self.id = id
+        self.provider = provider
+        self.account = account
+        self.orderRef = orderRef
+        self.askedAt = askedAt
+        self.trigger = trigger
+        self.outcome = outcome
+        self.httpStatus = httpStatus
+        self.providerStatus = providerStatus
+        self.notificationID = notificationID
+        self.verdict = verdict
+        self.error = error
+        self.durationMs = durationMs
+        self.url = url
+    }
+}
+
+/// Which inquiries to list, newest first.
+public struct InquiryFilter: Sendable, Equatable {
+    public var provider: String?
+    public var account: String?
+    public var orderRef: String?
+    public var outcome: InquiryOutcome?
+    /// Inquiries asked at or after this `Timestamp` text.
+    public var since: String?
+    public var limit: Int
+    /// Only inquiries older than this id (the cursor of the previous page).
+    public var beforeID: Int64?
+
+    public init(provider: String? = nil, account: String? = nil, orderRef: String? = nil, outcome: InquiryOutcome? = nil,
+                since: String? = nil, limit: Int = 100, beforeID: Int64? = nil) {
+        self.provider = provider
+        self.account = account
+        self.orderRef = orderRef
+        self.outcome = outcome
+        self.since = since
+        self.limit = limit
+        self.beforeID = beforeID
+    }
+}
+
+/// An order the schedule says is due, leased to the reconciler that claimed it.
+public struct DueOrder: Sendable, Equatable {
+    public var orderID: Int64
+    public var scope: Scope
+    public var orderRef: String
+    public var providerTxnID: String?
+    public var state: OrderState
+    public var amount: Money?
+    public var expected: Money?
+    public var createdAt: String
+    /// The schedule's position when claimed.
+    public var schedule: InquiryScheduleState
+    /// The due time the claim set: the lease's end. The inquiry's schedule update applies only
+    /// while the order still holds it (no change, no other node took over).
+    public var lease: String
+
+    public init(orderID: Int64, scope: Scope, orderRef: String, providerTxnID: String?, state: OrderState, amount: Money?,
+                expected: Money?, createdAt: String, schedule: InquiryScheduleState, lease: String) {
+        self.orderID = orderID
+        self.scope = scope
+        self.orderRef = orderRef
+        self.providerTxnID = providerTxnID
+        self.state = state
+        self.amount = amount
+        self.expected = expected
+        self.createdAt = createdAt
+        self.schedule = schedule
+        self.lease = lease
+    }
+}
+
+/// A scheduled inquiry's hold on its order, and what comes next if it changes nothing.
+public struct InquiryClaim: Sendable, Equatable {
+    public var orderID: Int64
+    /// `DueOrder.lease`.
+    public var lease: String
+    public var next: InquirySchedule.Next
+
+    public init(orderID: Int64, lease: String, next: InquirySchedule.Next) {
+        self.orderID = orderID
+        self.lease = lease
+        self.next = next
+    }
+}
+
+/// An answer's bytes, kept as the raw request of the notifications it is recorded as.
+public struct InquiryAnswerBytes: Sendable, Equatable {
+    /// The answer's header fields as a JSON object text.
+    public var headers: String
+    public var body: [UInt8]
+
+    public init(headers: String, body: [UInt8]) {
+        self.headers = headers
+        self.body = body
+    }
+}
+
+/// What an inquiry's answer says, as the store records it.
+public enum InquiryResult: Sendable, Equatable {
+    /// Facts to record through the one write path, oldest first.
+    case facts([VerifiedNotification], answer: InquiryAnswerBytes)
+    /// The provider knows the order; it has not settled yet.
+    case notSettled
+    case notFound
+    case error(String)
+    case badSignature(String)
+    case cannotAsk(String)
+}
+
+/// An inquiry made, for the store to record in one transaction: its facts through the one
+/// write path, its record, and the order's next step.
+public struct CompletedInquiry: Sendable, Equatable {
+    public var scope: Scope
+    public var orderRef: String
+    public var askedAt: String
+    public var trigger: InquiryTrigger
+    public var url: String
+    public var durationMs: Int64
+    public var httpStatus: Int?
+    public var providerStatus: String?
+    public var result: InquiryResult
+    /// For a scheduled inquiry: its hold on the order and the step that follows.
+    public var claim: InquiryClaim?
+
+    public init(scope: Scope, orderRef: String, askedAt: String, trigger: InquiryTrigger, url: String, durationMs: Int64,
+                httpStatus: Int?, providerStatus: String?, result: InquiryResult, claim: InquiryClaim? = nil) {
+        self.scope = scope
+        self.orderRef = orderRef
+        self.askedAt = askedAt
+        self.trigger = trigger
+        self.url = url
+        self.durationMs = durationMs
+        self.httpStatus = httpStatus
+        self.providerStatus = providerStatus
+        self.result = result
+        self.claim = claim
+    }
+}
+
+/// How much reconciliation has to do, for the console's overview and the gauges.
+public struct InquiryBacklog: Sendable, Equatable {
+    /// Orders of the given accounts whose inquiry is due now or overdue.
+    public var awaiting: Int
+    /// The due time of the longest waiting of them.
+    public var oldestDueAt: String?
+    /// Orders flagged `unsettled` (any account).
+    public var unsettled: Int
+
+    public init(awaiting: Int, oldestDueAt: String?, unsettled: Int) {
+        self.awaiting = awaiting
+        self.oldestDueAt = oldestDueAt
+        self.unsettled = unsettled
+    }
+}
+
+/// The store's side of reconciliation, beside `Store`.
+public protocol InquiryStore: Sendable {
+    /// The schedule orders are given when they change (the config's `reconcile`, reloadable).
+    func setInquirySchedule(_ schedule: InquirySchedule)
+    /// Takes up to `limit` orders of `scope` whose inquiry is due at `now`, earliest first,
+    /// moving their due time to `leaseUntil`: another reconciler (node) takes them only once that
+    /// has passed without the inquiry being recorded.
+    func claimDueOrders(scope: Scope, limit: Int, now: String, leaseUntil: String) async throws(StoreError) -> [DueOrder]
+    /// Records `inquiry` in one transaction: its facts through the one write path (a fact already
+    /// stored, or one saying the order has not settled that moves nothing, is not written), its
+    /// inquiry record, and, for a scheduled one still holding its claim, the order's next step,
+    /// or the `unsettled` flag when it was the last.
+    func recordInquiry(_ inquiry: CompletedInquiry) async throws(StoreError) -> InquiryRecord
+    /// Gives back claims whose inquiries were not made (shutdown): due again at `now`.
+    func releaseInquiryClaims(_ claims: [InquiryClaim], now: String) async throws(StoreError)
+}
+
+/// The decisions an inquiry's recording makes, once, for every backend.
+public enum InquiryPlanning {
+    /// Whether a fact's plan is written. A fact already stored (a duplicate) is no news; so is
+    /// one saying the order has not settled yet (pending, authorized) that moves nothing, which
+    /// every step would otherwise store again under a new key.
+    public static func writes(_ plan: WritePlan, fact: VerifiedNotification) -> Bool {
+        switch plan.outcome.verdict {
+        case .duplicate:
+            return false
+        case .stale:
+            if case .transition(let target) = fact.effect, !target.isSettled { return false }
+            return true
+        default:
+            return true
+        }
+    }
+
+    /// What is done to the order's schedule once the inquiry's facts are written.
+    public enum ScheduleAction: Sendable, Equatable {
+        /// Nothing: asked by hand, the order changed (its schedule started again), or the
+        /// claim is no longer held (another change or node came first).
+        case none
+        /// The next step.
+        case next(dueAt: String, step: Int)
+        /// The last step came to nothing: flag the order `unsettled`, stop asking.
+        case giveUp
+    }
+
+    /// The schedule action for `inquiry`, given the order as its facts left it and whether they
+    /// changed it.
+    public static func scheduleAction(_ inquiry: CompletedInquiry, order: StoredOrder?, changed: Bool) -> ScheduleAction {
+        guard let claim = inquiry.claim, !changed, let order, order.id == claim.orderID,
+              order.inquiry.dueAt == claim.lease, !order.state.isSettled
+        else { return .none }
+        switch claim.next {
+        case .ask(let at, let step): return .next(dueAt: Timestamp.format(epochMilliseconds: at), step: step)
+        case .giveUp: return .giveUp
+        }
+    }
+
+    /// The record's outcome, error and resulting notification, from the result and what was written.
+    public static func conclusion(_ result: InquiryResult, written: [RecordOutcome]) -> (
+        outcome: InquiryOutcome, error: String?, notificationID: Int64?, verdict: Verdict?
+    ) {
+        switch result {
+        case .facts:
+            guard let last = written.last else { return (.noNews, nil, nil, nil) }
+            return (.recorded, nil, last.notificationID, last.verdict)
+        case .notSettled: return (.noNews, nil, nil, nil)
+        case .notFound: return (.notFound, nil, nil, nil)
+        case .error(let message): return (.error, message, nil, nil)
+        case .badSignature(let message): return (.badSignature, message, nil, nil)
+        case .cannotAsk(let message): return (.cannotAsk, message, nil, nil)
+        }
+    }
+}
