@@ -12,7 +12,7 @@ public enum RecordJSON {
     /// The members of a notification object, all scalar: the csv columns of `notifications list`.
     public static let notificationColumns = [
         "id", "provider", "account", "order_ref", "received_at", "verdict", "reason", "provider_status", "dedup_key",
-        "client_ip",
+        "client_ip", "source", "inquiry_id",
     ]
 
     /// An order: `provider`, `account`, `order_ref`, `provider_txn_id`, `state`,
@@ -22,13 +22,41 @@ public enum RecordJSON {
         .object(orderMembers(order))
     }
 
-    /// An order with `transitions` and `notifications` (`orders show`,
-    /// `GET /api/v1/orders/{provider}/{order_ref}`). With `includeRaw`, each notification
-    /// also carries its raw body and kept headers.
+    /// An order with `transitions`, `notifications`, `next_inquiry_at` and its newest
+    /// `inquiries` (`orders show`, `GET /api/v1/orders/{provider}/{order_ref}`). With
+    /// `includeRaw`, each notification also carries its raw body and kept headers.
     public static func orderDetail(_ detail: OrderDetail, includeRaw: Bool = false) -> JSONOut {
         .object(orderMembers(detail.order) + [
             ("transitions", .array(detail.transitions.map(transition))),
             ("notifications", .array(detail.notifications.map { notification($0, includeRaw: includeRaw) })),
+            ("next_inquiry_at", .optional(detail.nextInquiryAt)),
+            ("inquiries", .array(detail.inquiries.map(inquiry))),
+        ])
+    }
+
+    /// The members of an inquiry object, all scalar: the csv columns of `inquiries list`.
+    public static let inquiryColumns = [
+        "id", "provider", "account", "order_ref", "asked_at", "trigger", "outcome", "http_status", "provider_status",
+        "notification_id", "verdict", "error", "duration_ms", "url",
+    ]
+
+    /// An inquiry record (product.md section 12).
+    public static func inquiry(_ inquiry: InquiryRecord) -> JSONOut {
+        .object([
+            ("id", .int(inquiry.id)),
+            ("provider", .string(inquiry.provider)),
+            ("account", .string(inquiry.account)),
+            ("order_ref", .string(inquiry.orderRef)),
+            ("asked_at", .string(inquiry.askedAt)),
+            ("trigger", .string(inquiry.trigger.rawValue)),
+            ("outcome", .string(inquiry.outcome.rawValue)),
+            ("http_status", .optional(inquiry.httpStatus.map(Int64.init))),
+            ("provider_status", .optional(inquiry.providerStatus)),
+            ("notification_id", .optional(inquiry.notificationID)),
+            ("verdict", .optional(inquiry.verdict?.rawValue)),
+            ("error", .optional(inquiry.error)),
+            ("duration_ms", .int(inquiry.durationMs)),
+            ("url", .string(inquiry.url)),
         ])
     }
 
@@ -44,7 +72,8 @@ public enum RecordJSON {
     }
 
     /// A received notification: `id`, `provider`, `account`, `order_ref`, `received_at`,
-    /// `verdict`, `reason`, `provider_status`, `dedup_key`, `client_ip`; with `includeRaw`
+    /// `verdict`, `reason`, `provider_status`, `dedup_key`, `client_ip`, `source` (`provider`,
+    /// or `inquiry` for a fact a status inquiry told) and `inquiry_id`; with `includeRaw`
     /// also `raw_body` (the body as text, null when it is not UTF-8), `raw_body_base64` (its
     /// exact bytes) and `raw_headers` (the kept header fields as `[name, value]` pairs).
     public static func notification(_ notification: NotificationRecord, includeRaw: Bool = false) -> JSONOut {
@@ -59,6 +88,8 @@ public enum RecordJSON {
             ("provider_status", .optional(notification.providerStatus)),
             ("dedup_key", .optional(notification.dedupKey)),
             ("client_ip", .optional(notification.clientIP)),
+            ("source", .string(notification.source)),
+            ("inquiry_id", .optional(notification.inquiryID)),
         ]
         if includeRaw {
             let body = notification.body ?? []

@@ -8,11 +8,16 @@ enum SpecFields {
         "provider", "account", "order_ref", "provider_txn_id", "state", "amount_minor", "amount", "currency",
         "refunded_minor", "expected", "flags", "created_at", "updated_at",
     ]
-    static let orderDetail: Set<String> = order.union(["transitions", "notifications"])
+    static let orderDetail: Set<String> = order.union(["transitions", "notifications", "next_inquiry_at", "inquiries"])
     static let transition: Set<String> = ["from", "to", "at", "notification_id"]
     static let notification: Set<String> = [
         "id", "provider", "account", "order_ref", "received_at", "verdict", "reason", "provider_status", "dedup_key",
-        "client_ip",
+        "client_ip", "source", "inquiry_id",
+    ]
+    /// An inquiry record (section 12).
+    static let inquiry: Set<String> = [
+        "id", "provider", "account", "order_ref", "asked_at", "trigger", "outcome", "http_status", "provider_status",
+        "notification_id", "verdict", "error", "duration_ms", "url",
     ]
     static let expected: Set<String> = ["amount_minor", "amount", "currency"]
     /// The csv columns: the scalar fields, in the order section 1 lists them.
@@ -22,7 +27,7 @@ enum SpecFields {
     ]
     static let notificationColumns = [
         "id", "provider", "account", "order_ref", "received_at", "verdict", "reason", "provider_status", "dedup_key",
-        "client_ip",
+        "client_ip", "source", "inquiry_id",
     ]
 }
 

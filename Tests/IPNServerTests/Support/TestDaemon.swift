@@ -333,6 +333,14 @@ enum Fixture {
         else { fatalError("missing fixture \(name)") }
         return [UInt8](data)
     }
+
+    /// The fixture's path on disk.
+    static func path(_ name: String) -> String {
+        guard let url = Bundle.module.url(forResource: name, withExtension: nil, subdirectory: "Fixtures") else {
+            fatalError("missing fixture \(name)")
+        }
+        return url.path
+    }
 }
 
 /// `Daemon.run` returned without error before both listeners were bound.
