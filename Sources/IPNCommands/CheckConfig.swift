@@ -44,9 +44,11 @@ enum ConfigSummary {
             for (key, value) in account.provider.summary { line += "; \(key): \(value)" }
             line += "; allow_ips: \(account.allowIPs.map(list) ?? "any")"
             lines.append(line)
+            lines.append("    inquiry: \(account.inquirySummary)")
         }
         lines.append(config.deliveries.isEmpty ? "deliveries: none" : "deliveries:")
         for target in config.deliveries { lines.append("  " + target.summary) }
+        lines.append("reconcile: \(config.reconcile.summary)")
         return lines.joined(separator: "\n")
     }
 

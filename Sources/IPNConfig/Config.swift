@@ -15,6 +15,9 @@ public struct IPNDConfig: Sendable {
     /// Where events are pushed (product.md section 8), in config order. Loaded with `.skip`
     /// secrets, each target is there with no secrets.
     public var deliveries: [DeliveryTarget] = []
+    /// When and how fast provider accounts with an `inquiry` section are asked about orders
+    /// that went quiet (product.md section 12).
+    public var reconcile = ReconcileSettings()
 
     /// Whether `provider` has an account called `name` in the config.
     public func hasAccount(provider: String, name: String) -> Bool {
@@ -141,6 +144,14 @@ public struct ProviderAccount: Sendable {
     /// Client networks allowed to post to this account; nil allows everyone.
     public var allowIPs: [IPNetwork]?
     public var provider: any NotificationProvider
+
+    /// What `check-config` shows of the account's `inquiry` section, secrets redacted:
+    /// `url https://..., merchant_private_key configured, redacted (RSA 2048), key_version 1`,
+    /// or `not configured` (the account is never asked).
+    public var inquirySummary: String {
+        guard let inquiry = provider.inquiry else { return "not configured" }
+        return inquiry.summary.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+    }
 }
 
 /// A configuration problem, naming the key it is about. Never contains a secret.

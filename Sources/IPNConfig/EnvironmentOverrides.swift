@@ -42,9 +42,16 @@ enum EnvironmentOverrides {
         Key("ops.port"),
         Key("ops.tokens_sha256", isList: true),
         Key("ops.console_secure_cookie"),
+        Key("reconcile.schedule", isList: true),
+        Key("reconcile.give_up_after"),
+        Key("reconcile.max_in_flight"),
+        Key("reconcile.per_account_per_minute"),
+        Key("reconcile.timeout_seconds"),
     ]
 
-    private static let overridablePrefixes = ["IPND_SERVER_", "IPND_STORE_", "IPND_OPS_", "IPND_PROVIDERS_", "IPND_DELIVERIES_"]
+    private static let overridablePrefixes = [
+        "IPND_SERVER_", "IPND_STORE_", "IPND_OPS_", "IPND_PROVIDERS_", "IPND_DELIVERIES_", "IPND_RECONCILE_",
+    ]
 
     /// Variables refused with a reason of their own: they would carry a secret or a structure.
     private static func refusal(_ variable: String) -> String? {
@@ -52,7 +59,7 @@ enum EnvironmentOverrides {
             return "the database password cannot come from the environment; use store.postgres.password_file (LoadCredential=)"
         }
         if variable.hasPrefix("IPND_PROVIDERS_") {
-            return "provider settings cannot come from the environment; use NAME_file secrets (LoadCredential=)"
+            return "provider settings (inquiry sections included) cannot come from the environment; use NAME_file secrets (LoadCredential=)"
         }
         if variable.hasPrefix("IPND_DELIVERIES_") {
             return "delivery targets cannot come from the environment; write them under deliveries, with secret_file for their secrets"

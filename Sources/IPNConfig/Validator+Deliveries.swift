@@ -137,8 +137,8 @@ extension Validator {
     }
 }
 
-/// A delivery target's URL, taken apart: http or https, a host, no user information (the
-/// signature authenticates ipnd), no fragment (never sent).
+/// A delivery target's (or a status inquiry's) URL, taken apart: http or https, a host, no
+/// user information (the signature authenticates ipnd), no fragment (never sent).
 struct DeliveryURL {
     let text: String
     let scheme: String
@@ -147,7 +147,12 @@ struct DeliveryURL {
     let pathAndQuery: String
 
     /// The messages never repeat the URL: user information in it may be a password.
-    init(_ text: String, key: String) throws(ConfigError) {
+    /// `userInfoRefusal` is the message refusing user information, which says what
+    /// authenticates ipnd instead.
+    init(
+        _ text: String, key: String,
+        userInfoRefusal: String = "must not carry a user name or password (user:password@): the Standard Webhooks signature authenticates ipnd"
+    ) throws(ConfigError) {
         guard !text.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F || $0.value > 0x7E }) else {
             throw ConfigError(key: key, "must be a URL without spaces, control or non-ASCII characters (percent-encode them)")
         }
@@ -159,7 +164,7 @@ struct DeliveryURL {
             throw ConfigError(key: key, "must be an http or https URL")
         }
         guard components.percentEncodedUser == nil, components.percentEncodedPassword == nil else {
-            throw ConfigError(key: key, "must not carry a user name or password (user:password@): the Standard Webhooks signature authenticates ipnd")
+            throw ConfigError(key: key, userInfoRefusal)
         }
         guard components.percentEncodedFragment == nil else {
             throw ConfigError(key: key, "must not have a #fragment: it is never sent")

@@ -7,7 +7,7 @@ struct Validator {
     let file: ConfigFile
     let secrets: SecretHandling
 
-    private static let topLevelKeys = ["server", "store", "ops", "providers", "deliveries"]
+    private static let topLevelKeys = ["server", "store", "ops", "providers", "deliveries", "reconcile"]
     private static let serverKeys = [
         "host", "port", "max_body_bytes", "request_timeout_seconds", "idle_timeout_seconds", "trusted_proxies", "rejected_store_per_minute",
     ]
@@ -28,6 +28,7 @@ struct Validator {
         var names: [AccountName] = []
         let accounts = try providerAccounts(root["providers"], inlineSecrets: &inlineSecrets, names: &names)
         let deliveries = try deliveryTargets(root["deliveries"], accountNames: names, inlineSecrets: &inlineSecrets)
+        let reconcile = try reconcileSettings(root["reconcile"])
         if secrets == .resolve, let first = inlineSecrets.first, FileAccess.readableByOthers(mode: file.mode) {
             throw ConfigError(
                 key: first,
@@ -35,7 +36,8 @@ struct Validator {
             )
         }
         return IPNDConfig(
-            path: file.absolutePath, server: server, store: store, ops: ops, accounts: accounts, accountNames: names, deliveries: deliveries)
+            path: file.absolutePath, server: server, store: store, ops: ops, accounts: accounts, accountNames: names, deliveries: deliveries,
+            reconcile: reconcile)
     }
 
     // MARK: Sections
@@ -176,6 +178,7 @@ struct Validator {
             allowed.append(key.name)
             if key.kind == .secret || key.kind == .keyMaterial { allowed.append(key.name + "_file") }
         }
+        allowed.append("inquiry")
         try checkKeys(pairs, allowed: allowed, in: keyPath)
 
         var accountName = "default"
@@ -234,6 +237,7 @@ struct Validator {
                 throw ConfigError(key: keyName, "is required\(hint)")
             }
         }
+        settings.inquiry = try inquirySettings(type, node["inquiry"], keyPath: keyPath, inlineSecrets: &inlineSecrets)
         return (accountName, settings)
     }
 

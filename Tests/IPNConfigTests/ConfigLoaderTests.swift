@@ -458,7 +458,7 @@ struct SkipSecretsTests {
         let dir = try ConfigDirectory()
         let unknown = try dir.write("a.yaml", yaml + "\n      colour: red\n")
         #expect(throws: ConfigError(key: "providers.alipay[0].colour",
-                                    "unknown key; providers.alipay[0] takes account, allow_ips, client_id, public_key, public_key_file, notify_path, simulate_private_key_file")) {
+                                    "unknown key; providers.alipay[0] takes account, allow_ips, client_id, public_key, public_key_file, notify_path, simulate_private_key_file, inquiry")) {
             try ConfigLoader.load(path: unknown, environment: [:], secrets: .skip)
         }
         let missing = try dir.write("b.yaml", "providers:\n  unlimint:\n    - account: default\n")

@@ -92,12 +92,13 @@ public final class RSAPublicKey: @unchecked Sendable {
     }
 }
 
-/// An RSA private key for PKCS#1 v1.5 SHA-256 signing (tests and `ipnd simulate` only).
+/// An RSA private key for PKCS#1 v1.5 SHA-256 signing: `ipnd simulate` and tests, and the
+/// merchant key Antom status inquiries are signed with.
 public final class RSAPrivateKey: @unchecked Sendable {
     private let pkey: OpaquePointer
 
     /// Parses a PEM private key (PKCS#8 `PRIVATE KEY` or PKCS#1 `RSA PRIVATE KEY`).
-    public init(pem: String) throws(KeyError) {
+    public convenience init(pem: String) throws(KeyError) {
         let bytes = Array(pem.utf8)
         let parsed: OpaquePointer? = bytes.withUnsafeBytes { buffer in
             guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count)) else { return nil }
@@ -105,6 +106,30 @@ public final class RSAPrivateKey: @unchecked Sendable {
             return PEM_read_bio_PrivateKey(bio, nil, nil, nil)
         }
         guard let pkey = parsed else { throw .notAKey(OpenSSLError.lastMessage()) }
+        try self.init(owning: pkey)
+    }
+
+    /// Parses a private key given as PEM (as `init(pem:)`) or as base64 DER, PKCS#8
+    /// PrivateKeyInfo or PKCS#1 RSAPrivateKey, as Antom's tools hand merchants their keys.
+    public convenience init(derOrPEM text: String) throws(KeyError) {
+        if text.contains("-----BEGIN") {
+            try self.init(pem: text)
+            return
+        }
+        guard let der = PEMText.derBytes(of: text) else { throw .notBase64 }
+        var cursor: UnsafePointer<UInt8>?
+        let parsed: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
+            cursor = buffer.baseAddress
+            // Tells PKCS#8 from the traditional (PKCS#1) encoding by the structure itself.
+            return d2i_AutoPrivateKey(nil, &cursor, buffer.count)
+        }
+        guard let pkey = parsed else { throw .notAKey(OpenSSLError.lastMessage()) }
+        try self.init(owning: pkey)
+    }
+
+    /// Takes ownership of a parsed key, refusing (and freeing) anything but an RSA key of at
+    /// least `KeyError.minimumBits`.
+    private init(owning pkey: OpaquePointer) throws(KeyError) {
         guard EVP_PKEY_is_a(pkey, "RSA") == 1 else {
             EVP_PKEY_free(pkey)
             throw .notRSA
@@ -117,6 +142,9 @@ public final class RSAPrivateKey: @unchecked Sendable {
         }
         self.pkey = pkey
     }
+
+    /// Key size in bits.
+    public var bits: Int { Int(EVP_PKEY_get_bits(pkey)) }
 
     deinit { EVP_PKEY_free(pkey) }
 

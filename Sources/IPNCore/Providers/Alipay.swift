@@ -10,6 +10,11 @@ public struct Alipay: NotificationProvider {
         AccountKey("notify_path", .string, required: false),
         AccountKey("simulate_private_key_file", .fileContents, required: false),
     ]
+    /// inquiryPayment is signed with the merchant's own private key (inquiries.md section 2).
+    public static let inquiryKeys = [
+        AccountKey("merchant_private_key", .secret, required: true),
+        AccountKey("key_version", .string, required: false),
+    ]
     public static let simulationDefaults = SimulationDefaults(paidStatus: "S", currency: "USD")
     public static let acknowledgement = ProviderAnswer(
         status: 200,
@@ -25,6 +30,8 @@ public struct Alipay: NotificationProvider {
     let notifyPath: String?
     /// Signs simulated notifications; never used to verify.
     let simulationKey: RSAPrivateKey?
+    /// inquiryPayment; nil when the account has no `inquiry` section.
+    public let inquiry: (any StatusInquiry)?
 
     public init(settings: AccountSettings) throws(AccountConfigError) {
         clientID = try settings.requiredString("client_id")
@@ -59,14 +66,23 @@ public struct Alipay: NotificationProvider {
         } else {
             simulationKey = nil
         }
+        if let section = settings.inquiry {
+            inquiry = try AlipayInquiry(settings: section, clientID: clientID, publicKeys: keys)
+        } else {
+            inquiry = nil
+        }
     }
 
     /// An account from already parsed keys (tests).
-    public init(clientID: String, publicKeys: [RSAPublicKey], notifyPath: String? = nil, simulationKey: RSAPrivateKey? = nil) {
+    public init(
+        clientID: String, publicKeys: [RSAPublicKey], notifyPath: String? = nil, simulationKey: RSAPrivateKey? = nil,
+        inquiry: AlipayInquiry? = nil
+    ) {
         self.clientID = clientID
         self.publicKeys = publicKeys
         self.notifyPath = notifyPath
         self.simulationKey = simulationKey
+        self.inquiry = inquiry
     }
 
     public var summary: [(key: String, value: String)] {
@@ -90,17 +106,19 @@ public struct Alipay: NotificationProvider {
         ]
     }
 
-    /// The `signature` header value for a notification of `body` posted to `path` (the signer):
-    /// `algorithm=RSA256,keyVersion=1,signature=<url-encoded base64>`.
+    /// The `signature` header value for a message of `body` posted to `path` (the signer of
+    /// simulated notifications and of inquiryPayment requests):
+    /// `algorithm=RSA256,keyVersion=<keyVersion>,signature=<url-encoded base64>`.
     public static func signatureHeader(
         path: String,
         clientID: String,
         requestTime: String,
         body: [UInt8],
-        key: RSAPrivateKey
+        key: RSAPrivateKey,
+        keyVersion: String = "1"
     ) -> String {
         let signature = key.signSHA256(signedContent(path: path, clientID: clientID, requestTime: requestTime, body: body))
-        return "algorithm=RSA256,keyVersion=1,signature=" + SignatureHeader.percentEncode(Base64.encode(signature))
+        return "algorithm=RSA256,keyVersion=\(keyVersion),signature=" + SignatureHeader.percentEncode(Base64.encode(signature))
     }
 
     // MARK: Verifying
@@ -165,8 +183,7 @@ public struct Alipay: NotificationProvider {
     }
 
     static func payment(_ body: JSONObject, notifyType: String) throws(Rejection) -> VerifiedNotification {
-        let orderRef = try requiredText(body, "paymentRequestId")
-        let paymentID = try requiredText(body, "paymentId")
+        let (orderRef, paymentID) = try paymentIdentity(body)
         let status = try resultStatus(body)
         let effect: NotificationEffect
         if notifyType == "PAYMENT_PENDING" {
@@ -178,11 +195,34 @@ public struct Alipay: NotificationProvider {
             default: effect = .unknownStatus
             }
         }
-        return VerifiedNotification(
+        return try paymentResult(
+            body, orderRef: orderRef, paymentID: paymentID, status: status, effect: effect,
+            dedupKey: paymentResultDedupKey(notifyType: notifyType, paymentID: paymentID, resultStatus: status))
+    }
+
+    /// The order (`paymentRequestId`) and the Antom payment (`paymentId`) a payment result
+    /// names, as notifyPayment and inquiryPayment both carry them.
+    static func paymentIdentity(_ body: JSONObject) throws(Rejection) -> (orderRef: String, paymentID: String) {
+        (try requiredText(body, "paymentRequestId"), try requiredText(body, "paymentId"))
+    }
+
+    /// The dedup key of a payment result: `notifyType|paymentId|resultStatus`. An inquiry's
+    /// SUCCESS and FAIL use the PAYMENT_RESULT notification's key, so that notification is a
+    /// duplicate of the fact the inquiry recorded, and the other way round.
+    public static func paymentResultDedupKey(notifyType: String, paymentID: String, resultStatus: String) -> String {
+        "\(notifyType)|\(paymentID)|\(resultStatus)"
+    }
+
+    /// A payment result of `body`: its amount is `paymentAmount`, and it registers its
+    /// `paymentId`, so captures and refunds naming only that id find the order.
+    static func paymentResult(
+        _ body: JSONObject, orderRef: String, paymentID: String, status: String, effect: NotificationEffect, dedupKey: String
+    ) throws(Rejection) -> VerifiedNotification {
+        VerifiedNotification(
             kind: .payment,
             orderRef: orderRef,
             providerTxnID: paymentID,
-            dedupKey: "\(notifyType)|\(paymentID)|\(status)",
+            dedupKey: dedupKey,
             providerStatus: status,
             effect: effect,
             amount: try amount(of: body, field: "paymentAmount"),

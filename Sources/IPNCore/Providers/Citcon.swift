@@ -9,6 +9,9 @@ public struct Citcon: NotificationProvider {
         AccountKey("api_secret", .secret, required: false),
         AccountKey("api_token", .secret, required: false),
     ]
+    /// The UPI server private key the transaction inquiry's token is taken with (inquiries.md
+    /// section 5).
+    public static let inquiryKeys = [AccountKey("private_key", .secret, required: true)]
     public static let simulationDefaults = SimulationDefaults(paidStatus: "success", currency: "USD")
     public static let acknowledgement = ProviderAnswer.text(200, "ok")
 
@@ -30,6 +33,8 @@ public struct Citcon: NotificationProvider {
     let apiSecrets: [String]
     /// CHOP tokens (MD5); any one verifies (rotation).
     let apiTokens: [String]
+    /// The transaction inquiry; nil when the account has no `inquiry` section.
+    public let inquiry: (any StatusInquiry)?
 
     public init(settings: AccountSettings) throws(AccountConfigError) {
         let secrets = settings.values("api_secret")
@@ -39,12 +44,14 @@ public struct Citcon: NotificationProvider {
         }
         if secrets.contains("") { throw settings.error("api_secret", "must not be empty") }
         if tokens.contains("") { throw settings.error("api_token", "must not be empty") }
-        self.init(apiSecrets: secrets, apiTokens: tokens)
+        let inquiry = try settings.inquiry.map { section throws(AccountConfigError) in try CitconInquiry(settings: section) }
+        self.init(apiSecrets: secrets, apiTokens: tokens, inquiry: inquiry)
     }
 
-    public init(apiSecrets: [String] = [], apiTokens: [String] = []) {
+    public init(apiSecrets: [String] = [], apiTokens: [String] = [], inquiry: CitconInquiry? = nil) {
         self.apiSecrets = apiSecrets
         self.apiTokens = apiTokens
+        self.inquiry = inquiry
     }
 
     public var summary: [(key: String, value: String)] {
@@ -233,6 +240,12 @@ struct CitconBody {
 /// field added to a genuinely signed body cannot change what it means.
 struct CitconSignedFields {
     private let values: [String: String]
+
+    /// Fields already known to be authentic as a whole: a transaction inquiry's answer, whose
+    /// authenticity rests on TLS to Citcon.
+    init(values: [String: String]) {
+        self.values = values
+    }
 
     init(body: CitconBody, signedKeys: [String]) {
         var values: [String: String] = [:]

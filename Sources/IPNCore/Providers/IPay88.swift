@@ -9,6 +9,8 @@ public struct IPay88: NotificationProvider {
         AccountKey("merchant_key", .secret, required: true),
         AccountKey("signature", .string, required: false),
     ]
+    /// The re-query needs nothing beyond the account's `merchant_code`.
+    public static let inquiryKeys: [AccountKey] = []
     public static let simulationDefaults = SimulationDefaults(paidStatus: "1", currency: "USD")
     public static let acknowledgement = ProviderAnswer.text(200, "RECEIVEOK")
 
@@ -78,6 +80,8 @@ public struct IPay88: NotificationProvider {
     let merchantKeys: [String]
     /// The configured algorithm; nil for `auto` (chosen by the signature's shape).
     let algorithm: Algorithm?
+    /// The re-query (`enquiry.asp`); nil when the account has no `inquiry` section.
+    public let inquiry: (any StatusInquiry)?
 
     public init(settings: AccountSettings) throws(AccountConfigError) {
         let code = try settings.requiredString("merchant_code")
@@ -92,14 +96,16 @@ public struct IPay88: NotificationProvider {
         } else {
             throw settings.error("signature", "must be sha1, sha256, hmac-sha512 or auto, not \"\(setting.prefix(32))\"")
         }
-        self.init(merchantCode: code, merchantKeys: keys, algorithm: algorithm)
+        let inquiry = settings.inquiry.map { IPay88Inquiry(settings: $0, merchantCode: code) }
+        self.init(merchantCode: code, merchantKeys: keys, algorithm: algorithm, inquiry: inquiry)
     }
 
     /// An account; `algorithm` nil means `auto`.
-    public init(merchantCode: String, merchantKeys: [String], algorithm: Algorithm? = nil) {
+    public init(merchantCode: String, merchantKeys: [String], algorithm: Algorithm? = nil, inquiry: IPay88Inquiry? = nil) {
         self.merchantCode = merchantCode
         self.merchantKeys = merchantKeys
         self.algorithm = algorithm
+        self.inquiry = inquiry
     }
 
     public var summary: [(key: String, value: String)] {
@@ -146,6 +152,26 @@ public struct IPay88: NotificationProvider {
             return Crypto.constantTimeEquals(Array(received.utf8), Array(Base64.encode(expected).utf8))
         }
         return Crypto.hexDigestMatches(received, expected: expected)
+    }
+
+    // MARK: Mapping (callbacks and re-queries)
+
+    /// What a payment `Status` (as posted, or as a re-query answer means it) does to its order:
+    /// `1` paid, `0` failed, `6` pending (providers.md section 2).
+    public static func effect(ofStatus status: String) -> NotificationEffect {
+        switch status {
+        case "1": .transition(.paid)
+        case "0": .transition(.failed)
+        case "6": .transition(.pending)
+        default: .unknownStatus
+        }
+    }
+
+    /// The dedup key of a payment result known by its reference rather than a `TransId`:
+    /// `RefNo|Status|AmountDigits`, as a Backend Post with an empty `TransId` and a re-query
+    /// answer both have it, so the one that comes second is a duplicate.
+    public static func referenceDedupKey(refNo: String, status: String, amountDigits: String) -> String {
+        "\(refNo)|\(status)|\(amountDigits)"
     }
 
     // MARK: Verification
@@ -291,19 +317,15 @@ struct IPay88Post {
                     + "its digits are what the signature covers"
             )
         }
-        let effect: NotificationEffect = switch signed.status {
-        case "1": .transition(.paid)
-        case "0": .transition(.failed)
-        case "6": .transition(.pending)
-        default: .unknownStatus
-        }
         return VerifiedNotification(
             kind: .payment,
             orderRef: signed.refNo,
             providerTxnID: transID.isEmpty ? nil : transID,
-            dedupKey: transID.isEmpty ? "\(signed.refNo)|\(signed.status)|\(signed.amountDigits)" : "\(transID)|\(signed.status)",
+            dedupKey: transID.isEmpty
+                ? IPay88.referenceDedupKey(refNo: signed.refNo, status: signed.status, amountDigits: signed.amountDigits)
+                : "\(transID)|\(signed.status)",
             providerStatus: signed.status,
-            effect: effect,
+            effect: IPay88.effect(ofStatus: signed.status),
             amount: amount
         )
     }

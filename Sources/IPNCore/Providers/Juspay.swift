@@ -7,12 +7,20 @@ public struct Juspay: NotificationProvider {
         AccountKey("username", .secret, required: true),
         AccountKey("password", .secret, required: true),
     ]
+    /// The API key and merchant id the order status API is asked with (inquiries.md section 4),
+    /// not the webhook's Basic username and password.
+    public static let inquiryKeys = [
+        AccountKey("api_key", .secret, required: true),
+        AccountKey("merchant_id", .string, required: true),
+    ]
     public static let simulationDefaults = SimulationDefaults(paidStatus: "CHARGED", currency: "INR")
     public static let acknowledgement = ProviderAnswer.text(200, "OK")
 
     /// Webhook usernames and passwords: any listed username with any listed password verifies.
     let usernames: [[UInt8]]
     let passwords: [[UInt8]]
+    /// The order status API; nil when the account has no `inquiry` section.
+    public let inquiry: (any StatusInquiry)?
 
     public init(settings: AccountSettings) throws(AccountConfigError) {
         let usernames = try settings.requiredValues("username")
@@ -22,11 +30,17 @@ public struct Juspay: NotificationProvider {
         }
         self.usernames = usernames.map { Array($0.utf8) }
         passwords = try settings.requiredValues("password").map { Array($0.utf8) }
+        if let section = settings.inquiry {
+            inquiry = try JuspayInquiry(settings: section)
+        } else {
+            inquiry = nil
+        }
     }
 
-    public init(usernames: [String], passwords: [String]) {
+    public init(usernames: [String], passwords: [String], inquiry: JuspayInquiry? = nil) {
         self.usernames = usernames.map { Array($0.utf8) }
         self.passwords = passwords.map { Array($0.utf8) }
+        self.inquiry = inquiry
     }
 
     public var summary: [(key: String, value: String)] {

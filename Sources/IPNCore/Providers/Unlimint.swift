@@ -4,18 +4,31 @@ public struct Unlimint: NotificationProvider {
     public static let name = "unlimint"
     public static let defaultInquiryURL = "https://cardpay.com"
     public static let accountKeys = [AccountKey("callback_secret", .secret, required: true)]
+    /// The API terminal the payment list is asked with (inquiries.md section 3).
+    public static let inquiryKeys = [
+        AccountKey("terminal_code", .string, required: true),
+        AccountKey("terminal_password", .secret, required: true),
+    ]
     public static let simulationDefaults = SimulationDefaults(paidStatus: "COMPLETED", currency: "USD")
     public static let acknowledgement = ProviderAnswer.text(200, "OK")
 
     /// Callback secrets, newest first or in any order: any one verifies (rotation).
     let secrets: [[UInt8]]
+    /// The payment list by merchant order; nil when the account has no `inquiry` section.
+    public let inquiry: (any StatusInquiry)?
 
     public init(settings: AccountSettings) throws(AccountConfigError) {
         secrets = try settings.requiredValues("callback_secret").map { Array($0.utf8) }
+        if let section = settings.inquiry {
+            inquiry = try UnlimintInquiry(settings: section)
+        } else {
+            inquiry = nil
+        }
     }
 
-    public init(secrets: [String]) {
+    public init(secrets: [String], inquiry: UnlimintInquiry? = nil) {
         self.secrets = secrets.map { Array($0.utf8) }
+        self.inquiry = inquiry
     }
 
     public var summary: [(key: String, value: String)] {
