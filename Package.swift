@@ -160,8 +160,9 @@ let package = Package(
         .target(
             name: "IPNCommands",
             dependencies: [
-                "IPNCore", "IPNStore", "IPNStoreSQLite", "IPNConfig", "IPNDelivery", "IPNServer",
+                "IPNCore", "IPNStore", "IPNStoreSQLite", "IPNConfig", "IPNDelivery", "IPNServer", "IPNReconcile",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

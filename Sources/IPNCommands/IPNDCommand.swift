@@ -13,7 +13,8 @@ public struct IPNDCommand: AsyncParsableCommand {
         abstract: "Receives, verifies and records payment providers' notifications.",
         version: BuildInfo.version,
         subcommands: [
-            Serve.self, CheckConfig.self, Orders.self, Notifications.self, Events.self, Deliveries.self, Simulate.self, Backup.self, StoreCommand.self,
+            Serve.self, CheckConfig.self, Orders.self, Notifications.self, Inquiries.self, Events.self, Deliveries.self, Simulate.self,
+            Backup.self, StoreCommand.self,
         ]
     )
 
@@ -39,6 +40,8 @@ public enum ExitStatus {
     public static let notFound = ExitCode(1)
     public static let configError = ExitCode(2)
     public static let storeUnavailable = ExitCode(3)
+    /// `orders reconcile`: the provider could not be asked or gave no usable answer.
+    public static let providerUnusable = ExitCode(5)
 }
 
 /// `--config PATH`, shared by every subcommand.

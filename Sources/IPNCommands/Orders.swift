@@ -5,11 +5,11 @@ import IPNServer
 import IPNStore
 import IPNStoreSQLite
 
-/// `ipnd orders list|show|expect`.
+/// `ipnd orders list|show|expect|reconcile`.
 struct Orders: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Query orders in the store (read-only, safe while the daemon runs), or register an expected amount.",
-        subcommands: [ListOrders.self, ShowOrder.self, ExpectOrder.self]
+        subcommands: [ListOrders.self, ShowOrder.self, ExpectOrder.self, ReconcileOrder.self]
     )
 }
 
@@ -106,13 +106,14 @@ struct ShowOrder: AsyncParsableCommand {
     func run() async throws {
         let config = try options.load(secrets: .skip)
         let (provider, account, orderRef) = (provider, account, orderRef)
-        let detail = try await StoreAccess.read(config) { store throws(StoreError) in
+        let stored = try await StoreAccess.read(config) { store throws(StoreError) in
             try await store.order(provider: provider, account: account, orderRef: orderRef, includeRaw: false)
         }
-        guard let detail else {
+        guard let found = stored else {
             Console.error("no order \"\(orderRef)\" for \(provider)/\(account) in \(storeLocation(config))")
             throw ExitStatus.notFound
         }
+        let detail = found.scheduledOnlyWhenAsked(by: config.askedScopes)
         switch format {
         case .json: Console.output(RecordJSON.orderDetail(detail).text)
         case .table: Console.output(OrderTables.detail(detail))
@@ -216,6 +217,7 @@ enum OrderTables {
                 transition.notificationID.map(String.init) ?? "-",
             ])
         }
+        fields.rows.append(["next_inquiry_at", detail.nextInquiryAt ?? "-"])
         return [
             fields.text,
             "",
@@ -224,6 +226,9 @@ enum OrderTables {
             "",
             "notifications:",
             NotificationTables.list(detail.notifications),
+            "",
+            "inquiries (newest \(OrderDetail.inquiryLimit)):",
+            InquiryTables.list(detail.inquiries),
         ].joined(separator: "\n")
     }
 

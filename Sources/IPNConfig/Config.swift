@@ -34,10 +34,13 @@ public struct IPNDConfig: Sendable {
 public struct AccountName: Sendable, Equatable {
     public var provider: String
     public var account: String
+    /// Whether the account has an `inquiry` section (reconciliation asks about its orders).
+    public var asked: Bool
 
-    public init(provider: String, account: String) {
+    public init(provider: String, account: String, asked: Bool = false) {
         self.provider = provider
         self.account = account
+        self.asked = asked
     }
 }
 

@@ -148,7 +148,7 @@ struct Validator {
                 guard seen.insert(accountName).inserted else {
                     throw ConfigError(key: "\(keyPath).account", "\"\(accountName)\" is configured twice for \(name)")
                 }
-                names.append(AccountName(provider: type.name, account: accountName))
+                names.append(AccountName(provider: type.name, account: accountName, asked: settings.inquiry != nil))
                 guard secrets == .resolve else { continue }
                 let provider: any NotificationProvider
                 do {

@@ -134,6 +134,17 @@ enum ConsoleTemplates {
         {{#mismatchMore}}<p class="muted">The {{mismatchShown}} newest are listed.</p>{{/mismatchMore}}
         </section>
         <section>
+        <h2>Reconciliation</h2>
+        <table class="counts" id="reconciliation">
+        <tbody>
+        <tr><th scope="row">orders awaiting an inquiry</th><td class="num" id="awaiting-inquiry">{{awaitingInquiry}}</td></tr>
+        <tr><th scope="row">oldest waiting since</th><td id="oldest-awaiting">{{#oldestAwaiting}}<time>{{.}}</time>{{/oldestAwaiting}}{{^oldestAwaiting}}none{{/oldestAwaiting}}</td></tr>
+        <tr><th scope="row">unsettled (given up)</th><td class="num" id="unsettled-count">{{unsettledTotal}}</td></tr>
+        </tbody>
+        </table>
+        {{^reconciling}}<p class="muted">No account has an inquiry section: ipnd asks no provider about orders that went quiet.</p>{{/reconciling}}
+        </section>
+        <section>
         <h2>Deliveries</h2>
         <div class="scroll"><table class="counts" id="delivery-targets">
         <thead><tr><th scope="col">target</th><th scope="col">status</th><th scope="col">backlog</th><th scope="col">oldest pending</th><th scope="col">failed</th></tr></thead>
@@ -234,6 +245,23 @@ enum ConsoleTemplates {
         </li>
         {{/timeline}}
         </ol>
+        </section>
+        <section id="inquiries">
+        <h2>Inquiries</h2>
+        {{#asked}}<p class="muted">ipnd asks the provider's status API about this order while it has not settled. Next inquiry: {{#nextInquiryAt}}<time id="next-inquiry">{{.}}</time>{{/nextInquiryAt}}{{^nextInquiryAt}}<span id="next-inquiry">none scheduled</span>{{/nextInquiryAt}}.</p>
+        <form class="inline" method="post" action="{{askAction}}">
+        <input type="hidden" name="csrf" value="{{csrfToken}}">
+        <button type="submit" id="ask-provider">Ask the provider now</button>
+        </form>{{/asked}}
+        {{^asked}}<p class="muted">This account has no inquiry section in the config: ipnd never asks its provider about its orders.</p>{{/asked}}
+        <div class="scroll"><table id="inquiry-rows">
+        <thead><tr><th scope="col">#</th><th scope="col">asked</th><th scope="col">trigger</th><th scope="col">outcome</th><th scope="col">HTTP</th><th scope="col">provider status</th><th scope="col">notification</th><th scope="col">ms</th></tr></thead>
+        <tbody>
+        {{#inquiryRows}}<tr><td>{{inquiryID}}</td><td><time>{{inquiryAskedAt}}</time></td><td>{{inquiryTrigger}}</td><td><span class="outcome o-{{inquiryOutcome}}" data-outcome="{{inquiryOutcome}}">{{inquiryOutcome}}</span>{{#inquiryError}}<div class="muted small">{{.}}</div>{{/inquiryError}}</td><td class="num">{{inquiryHTTP}}</td><td>{{inquiryStatus}}</td><td>{{#inquiryNotificationLink}}<a href="{{.}}">#{{inquiryNotification}}</a>{{/inquiryNotificationLink}}</td><td class="num">{{inquiryMilliseconds}}</td></tr>
+        {{/inquiryRows}}
+        {{^inquiryRows}}<tr><td colspan="8" class="empty">No inquiries.</td></tr>{{/inquiryRows}}
+        </tbody>
+        </table></div>
         </section>
         <section>
         <h2>Deliveries</h2>

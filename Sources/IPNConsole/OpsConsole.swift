@@ -21,11 +21,14 @@ import NIOCore
 ///
 /// Pages: `GET /` (overview), `/orders`, `/orders/{provider}/{account}/{order_ref}`,
 /// `/notifications`, `/notifications/{id}`, `/deliveries`; forms: `POST /sign-in`,
-/// `/sign-out`, `/orders/{provider}/{account}/{order_ref}/expectation`, `/deliveries/retry`,
+/// `/sign-out`, `/orders/{provider}/{account}/{order_ref}/expectation`, `.../inquiries` (ask the
+/// provider now), `/deliveries/retry`,
 /// `/deliveries/resume`; files: `/console.css`, `/favicon.svg`. Every answer carries a
 /// Content-Security-Policy allowing nothing from elsewhere and no inline script or style.
 public struct OpsConsole: Sendable {
     let store: any Store
+    /// Asks a provider about an order now ("Ask the provider now").
+    let asking: any InquiryAsking
     /// The config in force (a reload replaces it): the accounts the pages offer and accept.
     let live: LiveConfig
     var config: IPNDConfig { live.current }
@@ -43,10 +46,11 @@ public struct OpsConsole: Sendable {
     ///   - visibleText: how text from outside is shown: hidden and direction-changing
     ///     characters written out (IPNServer passes `VisibleText.escaping`, the CLI's rule).
     public init(
-        store: any Store, config: LiveConfig, credentials: OpsCredentials, logger: Logger,
+        store: any Store, asking: any InquiryAsking, config: LiveConfig, credentials: OpsCredentials, logger: Logger,
         visibleText: @escaping @Sendable (String) -> String
     ) throws {
         self.store = store
+        self.asking = asking
         live = config
         self.credentials = credentials
         self.logger = logger
@@ -81,6 +85,9 @@ public struct OpsConsole: Sendable {
         }
         pages.post("/orders/:provider/:account/:order_ref/expectation") { request, context in
             await registerExpectation(request, key: OrderKey(context))
+        }
+        pages.post("/orders/:provider/:account/:order_ref/inquiries") { request, context in
+            await askProvider(request, key: OrderKey(context))
         }
         pages.get("/notifications") { request, _ in await notificationsPage(request) }
         pages.get("/notifications/:id") { request, context in
@@ -193,6 +200,10 @@ enum Flash {
         case "expectation-mismatch": return "Expectation registered; the order was already paid or authorized with another amount and is now flagged amount_mismatch."
         case "retried": return "\(count ?? 0) deliver\((count ?? 0) == 1 ? "y" : "ies") put back to pending for an immediate attempt."
         case "resumed": return "Target resumed; \(count ?? 0) pending deliver\((count ?? 0) == 1 ? "y is" : "ies are") due now."
+        case "inquiry":
+            // Only an outcome's own name is shown: the query string is the visitor's to write.
+            let outcome = query["outcome"].flatMap { InquiryOutcome(rawValue: String($0)) }
+            return "The provider was asked: \(outcome?.rawValue ?? "see the inquiries below")."
         default: return nil
         }
     }

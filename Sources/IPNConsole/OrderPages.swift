@@ -70,7 +70,10 @@ extension OpsConsole {
                     status: .notFound, request: request, back: ("/orders", "Orders"))
             }
             let deliveries = try await store.deliveries(orderID: detail.order.id)
-            let model = OrderPage(detail: detail, deliveries: deliveries, showRaw: showRaw, path: key.path)
+            let asked = asking.scopes.contains(Scope(provider: key.provider, account: key.account))
+            let model = OrderPage(
+                detail: detail.scheduledOnlyWhenAsked(by: asking.scopes), deliveries: deliveries, showRaw: showRaw, path: key.path,
+                asked: asked)
             return render("order", title: "Order \(detail.order.orderRef)", current: "/orders", request: request,
                           page: model, status: status, error: error)
         }
@@ -116,6 +119,32 @@ extension OpsConsole {
     }
 }
 
+extension OpsConsole {
+    /// `POST /orders/{provider}/{account}/{order_ref}/inquiries`: asks the provider about the
+    /// order now, as `ipnd orders reconcile` does, and goes back to the order with the outcome.
+    func askProvider(_ request: Request, key: OrderKey) async -> Response {
+        do {
+            let record = try await asking.ask(provider: key.provider, account: key.account, orderRef: key.orderRef, trigger: .console)
+            return Self.redirect(Flash.path(key.path, done: "inquiry") + "&outcome=\(record.outcome.rawValue)")
+        } catch {
+            switch error {
+            case .unknownOrder:
+                return message(
+                    "No order \"\(key.orderRef)\" for \(key.provider)/\(key.account).", title: "No such order",
+                    status: .notFound, request: request, back: ("/orders", "Orders"))
+            case .noInquiry:
+                return await orderPage(
+                    request, key: key, error: "This account has no inquiry section in the config: ipnd never asks its provider.",
+                    status: .conflict)
+            case .store(let failure):
+                logger.error("console: store unavailable", metadata: ["error": "\(failure)"])
+                return await orderPage(request, key: key, error: "The answer could not be recorded: the store is unavailable.",
+                                       status: .serviceUnavailable)
+            }
+        }
+    }
+}
+
 /// The orders page's values.
 struct OrdersPage: Sendable {
     let providerOptions: [SelectOption]
@@ -151,8 +180,13 @@ struct OrderPage: Sendable {
     let deliveryRows: [DeliveryRow]
     /// Where a retry from this page comes back to.
     let returnPath: String
+    /// The account has an `inquiry` section: the page offers "Ask the provider now".
+    let asked: Bool
+    let askAction: String
+    let nextInquiryAt: String?
+    let inquiryRows: [InquiryRow]
 
-    init(detail: OrderDetail, deliveries: [DeliveryRecord], showRaw: Bool, path: String) {
+    init(detail: OrderDetail, deliveries: [DeliveryRecord], showRaw: Bool, path: String, asked: Bool) {
         let order = detail.order
         orderRef = order.orderRef
         provider = order.provider
@@ -173,6 +207,10 @@ struct OrderPage: Sendable {
         timeline = TimelineEntry.merge(detail)
         deliveryRows = deliveries.map(DeliveryRow.init)
         returnPath = path
+        self.asked = asked
+        askAction = path + "/inquiries"
+        nextInquiryAt = detail.nextInquiryAt
+        inquiryRows = detail.inquiries.map(InquiryRow.init)
     }
 }
 

@@ -4,7 +4,8 @@ import IPNStore
 
 extension OpsConsole {
     /// `GET /`: the last 24 hours' notifications by provider, verdict, reason and hour, orders
-    /// by state, open amount_mismatch flags and each delivery target's standing.
+    /// by state, open amount_mismatch flags, reconciliation's backlog and each delivery
+    /// target's standing.
     func overview(_ request: Request) async -> Response {
         await page(request) { () async throws(StoreError) -> Response in
             let window = OverviewWindow(nowMilliseconds: Self.nowMilliseconds())
@@ -12,7 +13,13 @@ extension OpsConsole {
             let states = try await store.orderCountsByState()
             let flagged = try await store.flaggedOrders("amount_mismatch", limit: OverviewPage.mismatchesShown)
             let targets = try await store.deliveryTargets()
-            let model = OverviewPage(window: window, counts: counts, states: states, flagged: flagged, targets: targets)
+            let scopes = asking.scopes
+            let backlog = try await store.inquiryBacklog(scopes: scopes, now: Timestamp.format(epochMilliseconds: Self.nowMilliseconds()))
+            var model = OverviewPage(window: window, counts: counts, states: states, flagged: flagged, targets: targets)
+            model.awaitingInquiry = backlog.awaiting
+            model.oldestAwaiting = backlog.oldestDueAt
+            model.unsettledTotal = backlog.unsettled
+            model.reconciling = !scopes.isEmpty
             return render("overview", title: "Overview", current: "/", request: request, page: model)
         }
     }
@@ -55,6 +62,12 @@ struct OverviewPage: Sendable {
     let mismatchMore: Bool
     let mismatchShown: Int
     let targetRows: [TargetRow]
+    /// Reconciliation: due or overdue orders of the accounts asked, the longest waiting's due
+    /// time, and the orders flagged `unsettled`.
+    var awaitingInquiry = 0
+    var oldestAwaiting: String?
+    var unsettledTotal = 0
+    var reconciling = false
 
     /// One line of the provider-by-verdict table.
     struct CountRow: Sendable {

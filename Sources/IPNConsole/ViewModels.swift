@@ -179,3 +179,30 @@ func rejectionCounts(_ counts: [HourlyNotificationCount], since: String, provide
             ]))
     }
 }
+
+/// One inquiry on an order's page.
+struct InquiryRow: Sendable {
+    let inquiryID: Int64
+    let inquiryAskedAt: String
+    let inquiryTrigger: String
+    let inquiryOutcome: String
+    let inquiryHTTP: String
+    let inquiryStatus: String
+    let inquiryNotification: Int64?
+    let inquiryNotificationLink: String?
+    let inquiryError: String?
+    let inquiryMilliseconds: Int64
+
+    init(_ inquiry: InquiryRecord) {
+        inquiryID = inquiry.id
+        inquiryAskedAt = inquiry.askedAt
+        inquiryTrigger = inquiry.trigger.rawValue
+        inquiryOutcome = inquiry.outcome.rawValue
+        inquiryHTTP = inquiry.httpStatus.map(String.init) ?? ""
+        inquiryStatus = inquiry.providerStatus ?? ""
+        inquiryNotification = inquiry.notificationID
+        inquiryNotificationLink = inquiry.notificationID.map { "/notifications/\($0)" }
+        inquiryError = inquiry.error
+        inquiryMilliseconds = inquiry.durationMs
+    }
+}

@@ -4,6 +4,7 @@ import IPNCore
 import IPNStore
 import Logging
 import Metrics
+import NIOCore
 import ServiceLifecycle
 
 /// Push delivery (product.md section 8): for each configured target, takes the deliveries that
@@ -28,6 +29,12 @@ public final class DeliveryService: Service, Sendable {
     private let state = Locked(State())
     /// The HTTP clients' event loops and the delivery tasks' executors, at a lower priority.
     let threads = DeliveryThreads()
+
+    /// The low-priority threads, for other background HTTP work (reconciliation's inquiries):
+    /// its client must be shut down before this service's `run` returns.
+    public var eventLoopGroup: any EventLoopGroup { threads.group }
+    /// An executor on one of the low-priority threads.
+    public var lowPriorityExecutor: any TaskExecutor { threads.executor(0) }
 
     /// How long a claimed delivery is leased, in milliseconds: renewed every third of it while its
     /// attempt runs, so another node takes over one whose node died within this (and a poll).

@@ -15,7 +15,7 @@ import ServiceLifecycle
 /// with `Retry-After`, and yields to providers' notifications as delivery does. A claim is a
 /// lease: an order whose inquiry never got recorded (a crash, a node killed) is due again once it
 /// runs out, so nothing is lost and another node takes it over.
-public final class Reconciler: Service, Sendable {
+public final class Reconciler: Service, InquiryAsking, Sendable {
     /// The config's `reconcile` section, as the reconciler uses it.
     public struct Settings: Sendable, Equatable {
         public var schedule: InquirySchedule
@@ -43,24 +43,6 @@ public final class Reconciler: Service, Sendable {
         public init(scope: Scope, inquiry: any StatusInquiry) {
             self.scope = scope
             self.inquiry = inquiry
-        }
-    }
-
-    /// Why `ask` could not ask.
-    public enum AskFailure: Error, Sendable, CustomStringConvertible {
-        /// ipnd does not know the order (register it with `orders expect` first).
-        case unknownOrder
-        /// The account has no `inquiry` section.
-        case noInquiry
-        /// The store could not be read or written.
-        case store(StoreError)
-
-        public var description: String {
-            switch self {
-            case .unknownOrder: "ipnd does not know this order (register it with `ipnd orders expect` first)"
-            case .noInquiry: "the account has no inquiry section in the config: it is never asked"
-            case .store(let error): "\(error)"
-            }
         }
     }
 
@@ -158,7 +140,7 @@ public final class Reconciler: Service, Sendable {
     /// Asks about one order now, outside the schedule (`orders reconcile`, the API, the
     /// console), records the answer and returns its record. The order's schedule moves only if
     /// the answer changes the order.
-    public func ask(provider: String, account: String, orderRef: String, trigger: InquiryTrigger) async throws(AskFailure) -> InquiryRecord {
+    public func ask(provider: String, account: String, orderRef: String, trigger: InquiryTrigger) async throws(InquiryAskError) -> InquiryRecord {
         let scope = Scope(provider: provider, account: account)
         guard let configured = state.withLock({ $0.accounts.first { $0.scope == scope } }) else { throw .noInquiry }
         let detail: OrderDetail?

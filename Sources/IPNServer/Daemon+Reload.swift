@@ -8,7 +8,8 @@ import Logging
 extension Daemon {
     /// Reads the config file again and puts what it can in force without a restart (SIGHUP,
     /// `systemctl reload ipnd`): provider accounts and secrets, `allow_ips`, trusted proxies,
-    /// the body limit, ops tokens, delivery targets, the rejected-request budget and retention.
+    /// the body limit, ops tokens, delivery targets, reconciliation, the rejected-request budget
+    /// and retention.
     /// A request in flight finishes with the config it started with; no connection is dropped.
     /// Changed listeners or store settings are logged as waiting for a restart. A config that
     /// fails validation changes nothing: the error is logged and counted
@@ -72,6 +73,7 @@ extension Daemon {
         for target in targets { parts.deliveryMetrics.register(target: target) }
         try await parts.deliveries.update(targets: config.deliveries)
         store.setDeliveryRoutes(config.deliveries.map(DeliveryRoute.init))
+        await parts.reconciler.update(settings: config.reconcilerSettings, accounts: config.inquiryAccounts)
         parts.budget.setPerWindow(config.server.rejectedStorePerMinute)
         parts.retention.setRetention(config.store.retention)
     }

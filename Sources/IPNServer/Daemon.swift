@@ -4,6 +4,7 @@ import IPNConfig
 import IPNConsole
 import IPNCore
 import IPNDelivery
+import IPNReconcile
 import IPNStore
 import IPNStorePostgres
 import IPNStoreSQLite
@@ -58,6 +59,7 @@ public final class Daemon: Sendable {
     struct Reloadables {
         var deliveries: DeliveryService
         var deliveryMetrics: DeliveryMetrics
+        var reconciler: Reconciler
         var budget: RejectedStoreBudget
         var retention: RetentionService
     }
@@ -163,6 +165,10 @@ public final class Daemon: Sendable {
         let deliveries = try DeliveryService(
             store: store, targets: config.deliveries, logger: logger, metrics: deliveryMetrics, userAgent: "ipnd/\(BuildInfo.version)",
             retryScale: deliveryRetryScale)
+        let reconciler = Reconciler(
+            store: store, settings: config.reconcilerSettings, accounts: config.inquiryAccounts, logger: logger,
+            metrics: ReconcileMetrics(factory: metricsRegistry.factory), userAgent: "ipnd/\(BuildInfo.version)",
+            eventLoopGroup: deliveries.eventLoopGroup, executor: deliveries.lowPriorityExecutor)
         let health = HealthEndpoints(store: store, logger: logger)
         let budget = RejectedStoreBudget(perWindow: config.server.rejectedStorePerMinute, window: housekeeping.budgetWindow)
         let endpoint = ProviderEndpoint(
@@ -188,10 +194,10 @@ public final class Daemon: Sendable {
             ])
         }
         let console = try OpsConsole(
-            store: store, config: live, credentials: opsCredentials, logger: logger, visibleText: VisibleText.escaping)
+            store: store, asking: reconciler, config: live, credentials: opsCredentials, logger: logger, visibleText: VisibleText.escaping)
         let opsRouter = Routes.opsRouter(
-            api: OpsAPI(config: live, store: store, logger: logger), health: health,
-            metrics: MetricsEndpoint(registry: metricsRegistry, store: store), console: console,
+            api: OpsAPI(config: live, store: store, asking: reconciler, logger: logger), health: health,
+            metrics: MetricsEndpoint(registry: metricsRegistry, store: store, inquiryScopes: { reconciler.scopes }), console: console,
             credentials: opsCredentials, logger: logger)
         let opsApp = Application(
             router: opsRouter,
@@ -205,7 +211,8 @@ public final class Daemon: Sendable {
             logger: logger
         )
         state.withLock {
-            $0.reloadables = Reloadables(deliveries: deliveries, deliveryMetrics: deliveryMetrics, budget: budget, retention: retention)
+            $0.reloadables = Reloadables(
+                deliveries: deliveries, deliveryMetrics: deliveryMetrics, reconciler: reconciler, budget: budget, retention: retention)
         }
         let systemd = SystemdService(
             notifier: notifier, watchdogInterval: SystemdNotifier.watchdogInterval(), store: store, tally: tally, logger: logger,
@@ -214,8 +221,10 @@ public final class Daemon: Sendable {
         // accepting and finish their in-flight requests.
         var groupConfiguration = ServiceGroupConfiguration(
             services: [
-                // Stopped last: after the listeners, while the store is still open.
+                // Stopped last: after the listeners, while the store is still open (the
+                // reconciler before delivery, whose threads its HTTP client runs on).
                 .init(service: deliveries),
+                .init(service: reconciler),
                 .init(service: retention),
                 .init(service: RejectedStoreBudgetReporter(budget: budget, logger: logger, now: housekeeping.now)),
                 // The ops listener stops after the provider-facing one, which stops right after

@@ -40,6 +40,7 @@ public enum StoreFactory {
                 migrate: purpose == .daemon, logger: logger)
         }
         store.setDeliveryRoutes(config.deliveries.map(DeliveryRoute.init))
+        store.setInquirySchedule(config.reconcilerSettings.schedule)
         return store
     }
 

@@ -123,6 +123,17 @@ public struct OrderDetail: Sendable, Equatable {
     /// How many of an order's inquiries `orders show` and the API show.
     public static let inquiryLimit = 20
 
+    /// The detail with `nextInquiryAt` only when the order's account is among `scopes` (the
+    /// accounts with an `inquiry` section): the store schedules every order, the config says
+    /// which are asked.
+    public func scheduledOnlyWhenAsked(by scopes: [Scope]) -> OrderDetail {
+        let scope = Scope(provider: order.provider, account: order.account)
+        guard !scopes.contains(scope) else { return self }
+        var detail = self
+        detail.nextInquiryAt = nil
+        return detail
+    }
+
     public init(
         order: OrderRecord, transitions: [TransitionRecord], notifications: [NotificationRecord], events: [EventRecord] = [],
         nextInquiryAt: String? = nil, inquiries: [InquiryRecord] = []

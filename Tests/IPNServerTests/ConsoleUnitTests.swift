@@ -118,7 +118,7 @@ struct ConsoleUnitTests {
         let models: [(String, Any)] = [
             ("overview", OverviewPage(window: window, counts: counts, states: [.paid: 1], flagged: FlaggedOrders(total: 2, newest: [order]),
                                       targets: [target])),
-            ("order", OrderPage(detail: detail, deliveries: [delivery], showRaw: true, path: "/orders/unlimint/default/R-1")),
+            ("order", OrderPage(detail: detail, deliveries: [delivery], showRaw: true, path: "/orders/unlimint/default/R-1", asked: true)),
             ("orders", OrdersPage(
                 providerOptions: SelectOption.list(["unlimint"], selected: "unlimint"), accountFilter: "", stateOptions: [],
                 sinceFilter: "", searchText: "R", searching: true, orderRows: [OrderRow(order)], firstPageLink: "/orders",

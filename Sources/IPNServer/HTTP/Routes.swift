@@ -62,13 +62,15 @@ extension IPNRequestContext: ConsoleRequestContext {}
 struct MetricsEndpoint: Sendable {
     let registry: MetricsRegistry
     let store: any StoreReading
+    /// The accounts reconciliation asks about now.
+    var inquiryScopes: @Sendable () -> [Scope] = { [] }
 
     func register(on router: Router<IPNRequestContext>) {
         router.getAndHead("/metrics") { _, _ in
             var headers = HTTPFields()
             headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
             return Response(status: .ok, headers: headers,
-                            body: ResponseBody(byteBuffer: ByteBuffer(string: await registry.scrape(store: store))))
+                            body: ResponseBody(byteBuffer: ByteBuffer(string: await registry.scrape(store: store, inquiryScopes: inquiryScopes()))))
         }
     }
 }

@@ -36,6 +36,12 @@ enum MetricHelp {
         "ipnd_delivery_backlog": "Events still to be delivered, by target.",
         "ipnd_delivery_oldest_pending_seconds": "Age of the oldest event still to be delivered, by target, in seconds.",
         "ipnd_delivery_duration_seconds": "Delivery requests from sending to answer, by target, in seconds.",
+        // Reconciliation: asking providers about orders that went quiet
+        "ipnd_inquiries_total":
+            "Status inquiries made to providers, by provider and outcome: recorded, no_news, not_found, error, bad_signature or cannot_ask.",
+        "ipnd_inquiry_duration_seconds": "Status inquiries from the first request (a token's included) to the answer read, by provider, in seconds.",
+        "ipnd_orders_awaiting_inquiry": "Orders of the accounts with an inquiry section whose inquiry is due now or overdue, read at each scrape.",
+        "ipnd_orders_unsettled": "Orders flagged unsettled: reconciliation gave up on them before they settled, read at each scrape.",
         // The daemon
         "ipnd_config_reload_failures_total": "Config reloads (SIGHUP) refused because the new config failed validation; the running one was kept.",
         "ipnd_build_info": "The running ipnd build, by version; always 1.",

@@ -20,6 +20,9 @@ final class MetricsRegistry: Sendable {
     /// `ipnd_delivery_backlog` and `ipnd_delivery_oldest_pending_seconds` per target, read from
     /// the store at each scrape.
     private let deliveryGaugesByTarget = Locked<[String: (backlog: CoreMetrics.Gauge, oldest: CoreMetrics.Gauge)]>([:])
+    /// `ipnd_orders_awaiting_inquiry` and `ipnd_orders_unsettled`, read from the store at each scrape.
+    private let awaitingInquiry: CoreMetrics.Gauge
+    private let unsettled: CoreMetrics.Gauge
 
     init() {
         var factory = PrometheusMetricsFactory(registry: registry)
@@ -36,6 +39,11 @@ final class MetricsRegistry: Sendable {
             .milliseconds(250), .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(5), .seconds(10),
             .seconds(15), .seconds(30), .seconds(60), .seconds(300),
         ]
+        // An inquiry takes up to `reconcile.timeout_seconds` (10 s by default), twice with a token.
+        factory.durationHistogramBuckets["ipnd_inquiry_duration_seconds"] = [
+            .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
+            .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(5), .seconds(10), .seconds(30), .seconds(60),
+        ]
         self.factory = factory
         server = ServerMetrics(factory: factory)
         var gauges: [OrderState: CoreMetrics.Gauge] = [:]
@@ -43,13 +51,22 @@ final class MetricsRegistry: Sendable {
             gauges[state] = CoreMetrics.Gauge(label: "ipnd_orders", dimensions: [("state", state.rawValue)], factory: factory)
         }
         ordersByState = gauges
+        awaitingInquiry = CoreMetrics.Gauge(label: "ipnd_orders_awaiting_inquiry", factory: factory)
+        unsettled = CoreMetrics.Gauge(label: "ipnd_orders_unsettled", factory: factory)
         CoreMetrics.Gauge(label: "ipnd_build_info", dimensions: [("version", BuildInfo.version)], factory: factory).record(1)
     }
 
     /// The Prometheus text exposition, with order counts read from `store` now: every family
     /// with HELP and TYPE, families sorted by name and series by labels, the same from scrape
     /// to scrape. When the store cannot be read, the order gauges keep their last values.
-    func scrape(store: any StoreReading) async -> String {
+    /// - Parameter inquiryScopes: the accounts reconciliation asks about (their due orders are
+    ///   the ones awaiting an inquiry).
+    func scrape(store: any StoreReading, inquiryScopes: [Scope] = []) async -> String {
+        let now = Timestamp.format(epochMilliseconds: Int64(Date().timeIntervalSince1970 * 1000))
+        if let backlog = try? await store.inquiryBacklog(scopes: inquiryScopes, now: now) {
+            awaitingInquiry.record(Double(backlog.awaiting))
+            unsettled.record(Double(backlog.unsettled))
+        }
         if let counts = try? await store.orderCountsByState() {
             for (state, gauge) in ordersByState { gauge.record(Double(counts[state] ?? 0)) }
         }

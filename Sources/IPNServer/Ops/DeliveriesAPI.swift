@@ -107,13 +107,6 @@ struct DeliveriesAPI: Sendable {
     }
 
     private func answer(_ body: () async throws -> Response) async -> Response {
-        do {
-            return try await body()
-        } catch {
-            logger.error("ops API: store unavailable", metadata: ["error": "\(error)"])
-            var response = Response.json(503, RecordJSON.error("store unavailable, retry later"))
-            response.headers[.retryAfter] = "5"
-            return response
-        }
+        await Response.storeOperation(logger: logger, body)
     }
 }

@@ -11,12 +11,14 @@ import NIOCore
 /// The ops API of product.md section 4, behind `BearerAuthMiddleware`:
 /// `GET /api/v1/orders`, `GET /api/v1/orders/{provider}/{order_ref}`,
 /// `PUT /api/v1/orders/{provider}/{order_ref}/expectation`, `GET /api/v1/notifications`,
-/// `POST /api/v1/notifications/reverify`.
+/// `POST /api/v1/notifications/reverify`, and the feed, deliveries and inquiries of their own files.
 /// Lists are `{"items": [...], "next_cursor": ...}`, newest first, paged by id.
 struct OpsAPI: Sendable {
     /// The config in force (accounts an expectation may name); a reload replaces it.
     let config: LiveConfig
     let store: any Store
+    /// Asks a provider now (`POST .../inquiries`).
+    let asking: any InquiryAsking
     let logger: Logger
 
     static let maxExpectationBodyBytes = 4096
@@ -33,6 +35,7 @@ struct OpsAPI: Sendable {
         router.getAndHead("/api/v1/notifications") { request, _ in await listNotifications(request) }
         EventFeed(store: store, logger: logger).register(on: router)
         DeliveriesAPI(store: store, logger: logger).register(on: router)
+        InquiriesAPI(store: store, asking: asking, logger: logger).register(on: router)
         ReverifyAPI(config: config, store: store, logger: logger).register(on: router)
     }
 
@@ -106,7 +109,7 @@ struct OpsAPI: Sendable {
             guard let detail else {
                 return .json(404, RecordJSON.error("no order \"\(orderRef.prefix(128))\" for \(provider.prefix(32))/\(account.prefix(128))"))
             }
-            return .json(200, RecordJSON.orderDetail(detail, includeRaw: includeRaw))
+            return .json(200, RecordJSON.orderDetail(detail.scheduledOnlyWhenAsked(by: asking.scopes), includeRaw: includeRaw))
         }
     }
 
@@ -162,16 +165,8 @@ struct OpsAPI: Sendable {
         }
     }
 
-    /// Runs a store operation; a store failure is a 503 the client may retry.
     private func answer(_ body: () async throws -> Response) async -> Response {
-        do {
-            return try await body()
-        } catch {
-            logger.error("ops API: store unavailable", metadata: ["error": "\(error)"])
-            var response = Response.json(503, RecordJSON.error("store unavailable, retry later"))
-            response.headers[.retryAfter] = "5"
-            return response
-        }
+        await Response.storeOperation(logger: logger, body)
     }
 }
 
@@ -250,5 +245,22 @@ extension Response {
         return Response(
             status: HTTPResponse.Status(code: status), headers: headers,
             body: ResponseBody(byteBuffer: ByteBuffer(string: value.text)))
+    }
+
+    /// Runs a store operation of the ops API; a store failure is a 503 the client may retry.
+    static func storeOperation(logger: Logger, _ body: () async throws -> Response) async -> Response {
+        do {
+            return try await body()
+        } catch {
+            return storeUnavailable(error, logger: logger)
+        }
+    }
+
+    /// The 503 of an ops API call the store failed.
+    static func storeUnavailable(_ error: any Error, logger: Logger) -> Response {
+        logger.error("ops API: store unavailable", metadata: ["error": "\(error)"])
+        var response = Response.json(503, RecordJSON.error("store unavailable, retry later"))
+        response.headers[.retryAfter] = "5"
+        return response
     }
 }

@@ -59,6 +59,14 @@ public enum QueryParameters {
         return type
     }
 
+    public static func inquiryOutcome(_ text: String) throws(QueryParameterError) -> InquiryOutcome {
+        guard let outcome = InquiryOutcome(rawValue: text) else {
+            throw QueryParameterError(
+                "outcome \"\(text.prefix(64))\" is not one of \(InquiryOutcome.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        return outcome
+    }
+
     public static func deliveryState(_ text: String) throws(QueryParameterError) -> DeliveryState {
         guard let state = DeliveryState(rawValue: text) else {
             throw QueryParameterError(
@@ -133,6 +141,7 @@ public enum ListCursor {
         case orders = "o"
         case notifications = "n"
         case deliveries = "d"
+        case inquiries = "i"
     }
 
     /// The cursor of the page after the row with `lastID`.

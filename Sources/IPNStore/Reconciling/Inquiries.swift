@@ -239,6 +239,33 @@ public protocol InquiryStore: Sendable {
     func releaseInquiryClaims(_ claims: [InquiryClaim], now: String) async throws(StoreError)
 }
 
+/// Asking a provider about one order now, outside the schedule: `ipnd orders reconcile`, the
+/// ops API and the console. The reconciler answers it.
+public protocol InquiryAsking: Sendable {
+    /// Asks about the order now, records the answer as the schedule would, and returns the record.
+    func ask(provider: String, account: String, orderRef: String, trigger: InquiryTrigger) async throws(InquiryAskError) -> InquiryRecord
+    /// The accounts asked (those with an `inquiry` section).
+    var scopes: [Scope] { get }
+}
+
+/// Why an inquiry could not be made at all (no record is written).
+public enum InquiryAskError: Error, Sendable, CustomStringConvertible {
+    /// ipnd does not know the order (register it with `orders expect` first).
+    case unknownOrder
+    /// The account has no `inquiry` section.
+    case noInquiry
+    /// The store could not be read or written.
+    case store(StoreError)
+
+    public var description: String {
+        switch self {
+        case .unknownOrder: "ipnd does not know this order (register it with `ipnd orders expect` first)"
+        case .noInquiry: "the account has no inquiry section in the config: it is never asked"
+        case .store(let error): "\(error)"
+        }
+    }
+}
+
 /// The decisions an inquiry's recording makes, once, for every backend.
 public enum InquiryPlanning {
     /// Whether a fact's plan is written. A fact already stored (a duplicate) is no news; so is
