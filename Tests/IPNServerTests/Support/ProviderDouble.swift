@@ -95,6 +95,12 @@ final class ProviderDouble: @unchecked Sendable {
         try await control("/_double/script", ["provider": provider, "order": order, "replies": replies])
     }
 
+    /// Scripts the replies, each written as a JSON object.
+    func script(_ provider: String, order: String, json replies: [String]) async throws {
+        let objects = try replies.map { try JSONSerialization.jsonObject(with: Data($0.utf8)) }
+        try await control("/_double/script", ["provider": provider, "order": order, "replies": objects])
+    }
+
     /// Makes every token issued so far invalid.
     func expireTokens(_ provider: String? = nil) async throws {
         try await control("/_double/expire-tokens", ["provider": provider ?? NSNull()])
