@@ -136,3 +136,167 @@ struct ReconciliationTests {
         receiver.stop()
     }
 }
+
+/// Every row of every answer table of inquiries.md, asked through the ops API (the schedule's
+/// first step is an hour away), on both stores.
+@Suite("Reconciliation: every answer of every provider")
+struct InquiryAnswerTests {
+    /// One answer: what the double says, and what ipnd must make of it.
+    struct Row: Sendable, CustomStringConvertible {
+        let provider: String
+        let order: String
+        let replies: [String]
+        let outcome: String
+        var verdict: String? = nil
+        /// The order's state after; nil: as before.
+        var state: String? = nil
+        var error: String? = nil
+        var flag: String? = nil
+        var reason: String? = nil
+        var providerStatus: String? = nil
+        var description: String { "\(provider) \(order)" }
+    }
+
+    static func antom(_ status: String, id: String) -> String {
+        #"{"payment": {"paymentStatus": "\#(status)", "paymentId": "\#(id)", "paymentAmount": {"value": "1234", "currency": "USD"}}}"#
+    }
+
+    static let rows: [Row] = [
+        Row(provider: "ipay88", order: "ip-paid", replies: [#"{"text": "00"}"#], outcome: "recorded", verdict: "applied", state: "paid",
+            providerStatus: "1"),
+        Row(provider: "ipay88", order: "ip-fail", replies: [#"{"text": "Payment fail"}"#], outcome: "recorded", verdict: "applied",
+            state: "failed", providerStatus: "0"),
+        Row(provider: "ipay88", order: "ip-admin", replies: [#"{"text": "M88Admin"}"#], outcome: "recorded", verdict: "applied", state: "failed"),
+        Row(provider: "ipay88", order: "ip-amount", replies: [#"{"text": "Incorrect amount"}"#], outcome: "recorded", verdict: "mismatch",
+            state: "expected", flag: "amount_mismatch", reason: "amount_differs"),
+        Row(provider: "ipay88", order: "ip-unknown", replies: [#"{"text": "Record not found"}"#], outcome: "not_found"),
+        Row(provider: "ipay88", order: "ip-pending", replies: [#"{"text": "Payment Pending"}"#], outcome: "no_news", state: "expected"),
+        Row(provider: "ipay88", order: "ip-unpaid0", replies: [#"{"text": "Haven't Paid (0)"}"#], outcome: "no_news"),
+        Row(provider: "ipay88", order: "ip-unpaid1", replies: [#"{"text": "Haven\u2019t Paid (1)"}"#], outcome: "no_news"),
+        Row(provider: "ipay88", order: "ip-invalid", replies: [#"{"text": "Invalid parameters"}"#], outcome: "error", error: "Invalid parameters"),
+        Row(provider: "ipay88", order: "ip-odd", replies: [#"{"text": "<html>maintenance</html>"}"#], outcome: "error", error: "unexpected reply"),
+        Row(provider: "alipay", order: "al-paid", replies: [antom("SUCCESS", id: "P-al-paid")], outcome: "recorded", verdict: "applied",
+            state: "paid", providerStatus: "SUCCESS"),
+        Row(provider: "alipay", order: "al-fail", replies: [antom("FAIL", id: "P-al-fail")], outcome: "recorded", verdict: "applied", state: "failed"),
+        Row(provider: "alipay", order: "al-cancel", replies: [antom("CANCELLED", id: "P-al-cancel")], outcome: "recorded", verdict: "applied",
+            state: "canceled"),
+        Row(provider: "alipay", order: "al-processing", replies: [antom("PROCESSING", id: "P-al-proc")], outcome: "recorded", verdict: "applied",
+            state: "pending"),
+        Row(provider: "alipay", order: "al-unknown", replies: [#"{"result": {"resultStatus": "F", "resultCode": "ORDER_NOT_EXIST", "resultMessage": "no"}}"#],
+            outcome: "not_found"),
+        Row(provider: "alipay", order: "al-refused", replies: [#"{"result": {"resultStatus": "F", "resultCode": "ACCESS_DENIED", "resultMessage": "no"}}"#],
+            outcome: "error", error: "ACCESS_DENIED"),
+        Row(provider: "alipay", order: "al-try-later", replies: [#"{"result": {"resultStatus": "U", "resultCode": "UNKNOWN_EXCEPTION", "resultMessage": "later"}}"#],
+            outcome: "error", error: "UNKNOWN_EXCEPTION"),
+        Row(provider: "alipay", order: "al-forged", replies: [#"{"payment": {"paymentStatus": "SUCCESS", "paymentId": "P-f", "paymentAmount": {"value": "1234", "currency": "USD"}}, "sign": "forged"}"#],
+            outcome: "bad_signature", state: "expected"),
+        Row(provider: "alipay", order: "al-tampered", replies: [#"{"payment": {"paymentStatus": "SUCCESS", "paymentId": "P-t", "paymentAmount": {"value": "1234", "currency": "USD"}}, "sign": "tampered"}"#],
+            outcome: "bad_signature", state: "expected"),
+        Row(provider: "alipay", order: "al-unsigned", replies: [#"{"payment": {"paymentStatus": "SUCCESS", "paymentId": "P-n", "paymentAmount": {"value": "1234", "currency": "USD"}}, "sign": "none"}"#],
+            outcome: "bad_signature", state: "expected"),
+        Row(provider: "unlimint", order: "ul-paid", replies: [#"{"payments": [{"id": "U-1", "status": "COMPLETED", "amount": "12.34", "currency": "USD"}]}"#],
+            outcome: "recorded", verdict: "applied", state: "paid", providerStatus: "COMPLETED"),
+        Row(provider: "unlimint", order: "ul-declined", replies: [#"{"payments": [{"id": "U-2", "status": "DECLINED", "amount": "12.34", "currency": "USD"}]}"#],
+            outcome: "recorded", verdict: "applied", state: "failed"),
+        Row(provider: "unlimint", order: "ul-unknown", replies: [#"{"payments": []}"#], outcome: "not_found"),
+        Row(provider: "juspay", order: "jp-paid", replies: [#"{"order": {"status": "CHARGED", "amount": "12.34", "currency": "INR", "id": "o1", "txn_id": "t1"}}"#],
+            outcome: "recorded", verdict: "applied", state: "paid", providerStatus: "CHARGED"),
+        Row(provider: "juspay", order: "jp-failed", replies: [#"{"order": {"status": "AUTHORIZATION_FAILED", "amount": "12.34", "currency": "INR", "id": "o2", "txn_id": "t2"}}"#],
+            outcome: "recorded", verdict: "applied", state: "failed"),
+        Row(provider: "juspay", order: "jp-unknown", replies: [#"{"not_found": true}"#], outcome: "not_found"),
+        Row(provider: "juspay", order: "jp-refused", replies: [#"{"status": 401}"#], outcome: "error", error: "unauthorized"),
+        Row(provider: "citcon", order: "cc-paid", replies: [#"{"transaction": {"reference": "cc-paid", "amount": 1234, "currency": "USD", "status": "success"}}"#],
+            outcome: "recorded", verdict: "applied", state: "paid", providerStatus: "success"),
+        Row(provider: "citcon", order: "cc-other", replies: [#"{"transaction": {"reference": "someone-else", "amount": 1234, "currency": "USD", "status": "success"}}"#],
+            outcome: "error", state: "pending", error: "another order"),
+        Row(provider: "citcon", order: "cc-fail", replies: [#"{"fail": {"code": "invalid_transaction", "message": "nope"}}"#],
+            outcome: "error", error: "invalid_transaction"),
+    ]
+
+    @Test("each answer row gives its outcome, verdict and effect; bad answers record nothing", arguments: Backend.allCases)
+    func answerTable(backend: Backend) async throws {
+        let harness = try await ReconcileHarness.start(backend: backend, reconcile: ReconcileHarness.reconcileYAML(schedule: "[1h]", giveUpAfter: "1d"))
+        for row in Self.rows {
+            let key = row.provider == "citcon" ? "tx-\(row.order)" : row.order
+            try await harness.double.script(row.provider, order: key, json: row.replies)
+            if row.provider == "citcon" {
+                try await harness.daemon.deliver("citcon", order: row.order, status: "pending", amount: Money(minor: 1234, currency: "USD"), uid: key)
+            } else {
+                try await harness.expect(row.provider, row.order)
+            }
+            let before = try harness.daemon.count("SELECT COUNT(*) FROM notifications")
+            let stateBefore = try harness.daemon.orderState(row.order, provider: row.provider)
+            let (status, inquiry) = try await harness.askNow(row.provider, row.order)
+            #expect(status == 200, "\(row)")
+            #expect(inquiry.keySet == SpecFields.inquiry, "\(row)")
+            #expect(inquiry.string("outcome") == row.outcome, "\(row): \(inquiry)")
+            #expect(inquiry.string("trigger") == "api")
+            #expect(inquiry.string("verdict") == row.verdict, "\(row)")
+            if let error = row.error { #expect(inquiry.string("error")?.contains(error) == true, "\(row): \(inquiry)") }
+            if let providerStatus = row.providerStatus { #expect(inquiry.string("provider_status") == providerStatus, "\(row)") }
+            let wrote = try harness.daemon.count("SELECT COUNT(*) FROM notifications") - before
+            #expect(wrote == (row.outcome == "recorded" ? 1 : 0), "\(row): only a recorded outcome writes a notification")
+            #expect(try harness.daemon.orderState(row.order, provider: row.provider) == (row.state ?? stateBefore), "\(row)")
+            let order = try await harness.order(row.provider, row.order)
+            if let flag = row.flag { #expect((order["flags"] as? [String])?.contains(flag) == true, "\(row)") }
+            if let reason = row.reason {
+                #expect(order.objects("notifications").last?.string("reason") == reason, "\(row)")
+            }
+            #expect(order.objects("inquiries").first?.int("id") == inquiry.int("id"), "\(row): orders show lists it")
+        }
+        try await harness.stop()
+    }
+
+    @Test("a pending answer that moves nothing is no news; several Unlimint payments are recorded oldest first; Citcon without its id cannot be asked",
+          arguments: Backend.allCases)
+    func specialCases(backend: Backend) async throws {
+        let harness = try await ReconcileHarness.start(backend: backend, reconcile: ReconcileHarness.reconcileYAML(schedule: "[1h]", giveUpAfter: "1d"))
+        // Antom PENDING: the first moves the expected order to pending; asked again, no news.
+        try await harness.expect("alipay", "al-wait")
+        try await harness.double.script("alipay", order: "al-wait", json: [Self.antom("PENDING", id: "P-w")])
+        #expect(try await harness.askNow("alipay", "al-wait").object.string("outcome") == "recorded")
+        #expect(try await harness.askNow("alipay", "al-wait").object.string("outcome") == "no_news")
+        #expect(try harness.daemon.orderState("al-wait", provider: "alipay") == "pending")
+
+        // Unlimint: a declined attempt, then a completed one: both recorded, oldest first.
+        try await harness.expect("unlimint", "ul-two")
+        func seconds(ago: Int64) -> String {
+            String(Timestamp.format(epochMilliseconds: (Int64(Date().timeIntervalSince1970) - ago) * 1000).prefix(19)) + "Z"
+        }
+        try await harness.double.script("unlimint", order: "ul-two", json: [#"""
+            {"payments": [{"id": "U-late", "status": "COMPLETED", "amount": "12.34", "currency": "USD", "created": "\#(seconds(ago: 3000))"},
+                          {"id": "U-early", "status": "DECLINED", "amount": "12.34", "currency": "USD", "created": "\#(seconds(ago: 3600))"}]}
+            """#])
+        // The double lists payments created inside the window: the order must be as old as they are.
+        let created = Timestamp.format(epochMilliseconds: (Int64(Date().timeIntervalSince1970) - 4000) * 1000)
+        try harness.daemon.execute("UPDATE orders SET created_at = '\(created)' WHERE order_ref = 'ul-two'")
+        let two = try await harness.askNow("unlimint", "ul-two").object
+        #expect(two.string("outcome") == "recorded", "\(two)")
+        let order = try await harness.order("unlimint", "ul-two")
+        let recorded = order.objects("notifications").filter { $0.string("source") == "inquiry" }
+        #expect(recorded.map { $0.string("provider_status") } == ["DECLINED", "COMPLETED"])
+        #expect(order.string("state") == "paid" && two.int("notification_id") == recorded.last?.int("id"))
+
+        // Unlimint's window: under 7 days from an hour before the order was created.
+        try await harness.expect("unlimint", "ul-old")
+        try harness.daemon.execute("UPDATE orders SET created_at = '2026-10-01T12:00:00.000Z' WHERE order_ref = 'ul-old'")
+        _ = try await harness.askNow("unlimint", "ul-old")
+        let window = try #require(try await harness.double.inquiries("unlimint", order: "ul-old").last)
+        #expect(window.query["start_time"] == "2026-10-01T11:00:00Z")
+        #expect(window.query["end_time"] == "2026-10-08T10:59:00Z")
+        #expect(window.passedChecks, "\(window.checks)")
+
+        // Citcon is asked by its transaction id: an order known only from an expectation cannot be.
+        try await harness.expect("citcon", "cc-expected")
+        let cannot = try await harness.askNow("citcon", "cc-expected").object
+        #expect(cannot.string("outcome") == "cannot_ask" && cannot.isNull("http_status"))
+        #expect(cannot.string("error")?.contains("transaction id") == true)
+        #expect(try await harness.double.inquiries("citcon", order: "cc-expected").isEmpty)
+
+        // Asking about what ipnd does not know, or for an account without inquiry.
+        #expect(try await harness.askNow("unlimint", "never-seen").status == 404)
+        try await harness.daemon.deliverShop2(order: "shop2-order", status: "NEW")
+        #expect(try await harness.askNow("unlimint", "shop2-order", account: "shop2").status == 409)
+        try await harness.stop()
+    }
+}

@@ -40,11 +40,12 @@ enum Routes {
         router.add(middleware: MethodNotAllowedMiddleware(json: true, rules: [
             .init(allowed: [.get, .head]) {
                 ["/healthz", "/readyz", "/metrics", "/api/v1/orders", "/api/v1/notifications", "/api/v1/events",
-                 "/api/v1/deliveries"].contains($0)
+                 "/api/v1/deliveries", "/api/v1/inquiries"].contains($0)
             },
             .init(allowed: [.post]) { ["/api/v1/deliveries/retry", "/api/v1/notifications/reverify"].contains($0) },
-            // /api/v1/orders/{provider}/{order_ref}[/expectation]
+            // /api/v1/orders/{provider}/{order_ref}[/expectation|/inquiries]
             .init(allowed: [.put]) { $0.hasPrefix("/api/v1/orders/") && $0.hasSuffix("/expectation") },
+            .init(allowed: [.post]) { $0.hasPrefix("/api/v1/orders/") && $0.hasSuffix("/inquiries") },
             .init(allowed: [.get, .head]) { $0.hasPrefix("/api/v1/orders/") },
         ]))
         health.register(on: router)
