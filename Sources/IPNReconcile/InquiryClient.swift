@@ -27,7 +27,8 @@ public final class InquiryClient: Sendable {
         var configuration = HTTPClient.Configuration(
             tlsConfiguration: TLSConfiguration.makeClientConfiguration(), redirectConfiguration: .disallow,
             timeout: .init(connect: .seconds(10), read: .seconds(300)), decompression: .disabled)
-        configuration.connectionPool = .init(idleTimeout: .seconds(50), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)
+        // As many connections to one provider as `reconcile.max_in_flight` allows (at most 256).
+        configuration.connectionPool = .init(idleTimeout: .seconds(50), concurrentHTTP1ConnectionsPerHostSoftLimit: 256)
         configuration.httpVersion = .http1Only
         client = HTTPClient(eventLoopGroupProvider: eventLoopGroup.map { .shared($0) } ?? .singleton, configuration: configuration)
         self.userAgent = userAgent

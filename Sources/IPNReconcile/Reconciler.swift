@@ -32,7 +32,7 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
 
         /// How long a claim holds an order: a token request and the inquiry, each within the
         /// timeout, the wait for the account's pacing slot, and a margin.
-        var leaseMillis: Int64 { Int64(timeoutSeconds) * 2_000 + Reconciler.pollMillis + 10_000 }
+        var leaseMillis: Int64 { Int64(timeoutSeconds) * 2_000 + Reconciler.pollMillis + 5_000 }
     }
 
     /// An account with an `inquiry` section.
@@ -51,6 +51,8 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
     /// Notifications being recorded at once that make the reconciler wait (as delivery does).
     static let busyRecording = 4
     static let maxYield: Duration = .milliseconds(100)
+    /// How long a graceful stop waits for the inquiries on the wire.
+    static let shutdownGrace: Duration = .seconds(5)
     /// The most orders one claim takes.
     static let claimLimit = 64
 
@@ -128,6 +130,13 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
                     // Until an inquiry ends or the poll interval passes.
                     await wakeups.wait(since: generation, timeout: .milliseconds(Self.pollMillis))
                 }
+                // Stopping: the inquiries on the wire have `shutdownGrace` to end; the rest are
+                // cancelled and their claims given back, due again at once.
+                let deadline = ContinuousClock.now + Self.shutdownGrace
+                while state.withLock({ $0.inFlight }) > 0, ContinuousClock.now < deadline {
+                    try? await Task.sleep(for: .milliseconds(50))
+                }
+                group.cancelAll()
             }
         } onGracefulShutdown: {
             self.state.withLock { $0.stopping = true }
@@ -243,6 +252,11 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
         let askedAt = WallClock.millis()
         let attempt = await inquirer.ask(
             account.inquiry, scope: account.scope, order: InquiryOrder(order), timeout: .seconds(settings.timeoutSeconds))
+        if Task.isCancelled {
+            // Cut short by a stop: not an answer; asked again, by this node's next start or another.
+            try? await store.releaseInquiryClaims([claim], now: WallClock.text())
+            return
+        }
         let changedAt = order.schedule.from.flatMap(Timestamp.parse) ?? Timestamp.parse(order.createdAt) ?? askedAt
         var next = schedule.next(afterStep: order.schedule.step, changedAt: changedAt, askedAt: askedAt)
         if let until = attempt.retryAfterMillis {

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import IPNCore
 import IPNTestSupport
 import Testing
@@ -298,5 +299,231 @@ struct InquiryAnswerTests {
         try await harness.daemon.deliverShop2(order: "shop2-order", status: "NEW")
         #expect(try await harness.askNow("unlimint", "shop2-order", account: "shop2").status == 409)
         try await harness.stop()
+    }
+}
+
+/// The schedule and the faults of product.md section 12, with a schedule of seconds.
+@Suite("Reconciliation: the schedule, faults and nodes")
+struct ReconcileScheduleTests {
+    /// When the double got each inquiry about `order`, as unix seconds.
+    func times(_ harness: ReconcileHarness, _ provider: String, _ order: String) async throws -> [Double] {
+        try await harness.double.inquiries(provider, order: order).compactMap { $0.object["t"] as? Double }
+    }
+
+    @Test("steps after the last change; a change starts it again; a final state ends it; the last step flags unsettled, a later payment clears it",
+          arguments: Backend.allCases)
+    func schedule(backend: Backend) async throws {
+        let harness = try await ReconcileHarness.start(
+            backend: backend, reconcile: ReconcileHarness.reconcileYAML(schedule: "[1s, 2s, 3s]", giveUpAfter: "6s", timeout: 1))
+        let start = Date().timeIntervalSince1970
+        try await harness.expect("ipay88", "quiet")  // never known to iPay88: not found at every step
+        try await harness.expect("unlimint", "changes")
+        try await harness.expect("juspay", "settles")
+        try await harness.double.script("juspay", order: "settles", json: [#"{"order": {"status": "CHARGED", "amount": "12.34", "currency": "INR", "id": "o", "txn_id": "t"}}"#])
+
+        // A change after the first step: the schedule counts from it again.
+        try await harness.double.wait("unlimint", order: "changes", timeout: 10) { $0.count >= 1 }
+        let changed = Date().timeIntervalSince1970
+        try await harness.daemon.deliver("unlimint", order: "changes", status: "NEW", amount: Money(minor: 1234, currency: "USD"))
+        let restarted = try await harness.order("unlimint", "changes")
+        let due = try #require(Timestamp.parse(restarted.string("next_inquiry_at") ?? ""))
+        #expect(Double(due) / 1000 >= changed + 0.9 && Double(due) / 1000 <= Date().timeIntervalSince1970 + 1.1, "1 s after the change")
+        #expect(try harness.daemon.count("SELECT inquiry_step FROM orders WHERE order_ref = 'changes'") == 0)
+
+        // The quiet order: asked at 1, 2, 3 s, then at 6 s (the last step), then flagged.
+        let flagged = try await harness.daemon.waitUntil(timeout: 15) {
+            try harness.daemon.column("SELECT flags FROM orders WHERE order_ref = 'quiet'").first == "unsettled"
+        }
+        #expect(flagged)
+        let asked = try await times(harness, "ipay88", "quiet")
+        #expect(asked.count == 4, "\(asked.map { $0 - start })")
+        for (moment, offset) in zip(asked, [1.0, 2.0, 3.0, 6.0]) {
+            #expect(moment - start >= offset - 0.05 && moment - start <= offset + 1.5, "asked at \(moment - start) s, due at \(offset) s")
+        }
+        let quiet = try await harness.order("ipay88", "quiet")
+        #expect(quiet.isNull("next_inquiry_at") && quiet.string("state") == "expected")
+        #expect(quiet.objects("inquiries").allSatisfy { $0.string("outcome") == "not_found" && $0.string("trigger") == "schedule" })
+        let event = try await harness.daemon.apiObject("/api/v1/events?limit=1000").objects("events").last {
+            ($0["order"] as? JSONDict)?.string("order_ref") == "quiet"
+        }
+        let change = try #require(event?["change"] as? JSONDict)
+        #expect(event?.string("type") == "order.flagged" && change.string("flag") == "unsettled")
+        #expect(change.string("from") == "expected" && change.string("to") == "expected" && change.isNull("notification_id"))
+        #expect(try await harness.daemon.apiObject("/api/v1/orders?limit=100").objects("items").first { $0.string("order_ref") == "quiet" }?["flags"] as? [String] == ["unsettled"])
+        try await Task.sleep(for: .seconds(1.5))
+        #expect(try await times(harness, "ipay88", "quiet").count == 4, "given up: not asked again")
+
+        // The settled order was asked once; nothing after its final state.
+        #expect(try harness.daemon.orderState("settles", provider: "juspay") == "paid")
+        #expect(try await times(harness, "juspay", "settles").count == 1)
+
+        // The provider's payment after all: applied, and the unsettled flag goes.
+        try await harness.daemon.deliver("ipay88", order: "quiet", status: "1", amount: Money(minor: 1234, currency: "MYR"))
+        let paid = try await harness.order("ipay88", "quiet")
+        #expect(paid.string("state") == "paid" && (paid["flags"] as? [String]) == [])
+        try await harness.stop()
+    }
+
+    @Test("faults: a stall past the timeout, a 500, a 429 with Retry-After holding the account, a 401 with a stale token renewed once")
+    func faults() async throws {
+        let harness = try await ReconcileHarness.start(
+            reconcile: ReconcileHarness.reconcileYAML(schedule: "[1s, 1h]", giveUpAfter: "1d", timeout: 1))
+        try await harness.double.script("alipay", order: "stall", json: [#"{"delay": 3}"#])
+        try await harness.double.script("ipay88", order: "broken", json: [#"{"status": 500, "body": "oops"}"#])
+        try await harness.double.script("juspay", order: "busy", json: [#"{"status": 429, "retry_after": "3"}"#,
+                                                                      #"{"order": {"status": "CHARGED", "amount": "12.34", "currency": "INR", "id": "o", "txn_id": "t"}}"#])
+        for (provider, order) in [("alipay", "stall"), ("ipay88", "broken"), ("juspay", "busy")] { try await harness.expect(provider, order) }
+        // Another of the held account's orders, due a second after the 429.
+        try await Task.sleep(for: .milliseconds(500))
+        try await harness.expect("juspay", "waits")
+
+        let stalled = try await harness.double.wait("alipay", order: "stall", timeout: 10) { $0.count >= 1 && $0.allSatisfy { $0.answered != nil } }
+        _ = try await harness.daemon.waitUntil(timeout: 10) { try harness.inquiryOutcomes("alipay", "stall").count >= 1 }
+        let stall = try #require(try await harness.order("alipay", "stall").objects("inquiries").first)
+        #expect(stall.string("outcome") == "error" && stall.string("error")?.contains("timeout") == true, "\(stall)")
+        #expect((stall.int("duration_ms") ?? 0) >= 900 && (stall.int("duration_ms") ?? 0) < 2500)
+        #expect(stalled.count == 1, "one inquiry per step, never a tight loop")
+
+        _ = try await harness.daemon.waitUntil(timeout: 10) { try harness.inquiryOutcomes("ipay88", "broken").count >= 1 }
+        let broken = try #require(try await harness.order("ipay88", "broken").objects("inquiries").first)
+        #expect(broken.string("outcome") == "error" && broken.int("http_status") == 500)
+
+        // 429: the account is held; its other order waits; then the throttled step is asked again.
+        #expect(try await harness.waitForState("juspay", "busy", "paid", timeout: 15) == "paid")
+        _ = try await harness.double.wait("juspay", order: "waits", timeout: 10) { $0.count >= 1 }
+        let busy = try await times(harness, "juspay", "busy")
+        let waits = try await times(harness, "juspay", "waits")
+        #expect(busy.count == 2, "\(busy)")
+        if busy.count == 2 { #expect(busy[1] - busy[0] >= 2.9, "asked again once Retry-After passed: \(busy[1] - busy[0]) s") }
+        if let first = busy.first, let other = waits.first { #expect(other - first >= 2.9, "the account was held: \(other - first) s") }
+        let throttled = try #require(try await harness.order("juspay", "busy").objects("inquiries").last)
+        #expect(throttled.int("http_status") == 429 && throttled.string("outcome") == "error")
+
+        // A stale token: 401, one new token, the inquiry repeated once.
+        try await harness.expect("unlimint", "token")
+        _ = try await harness.askNow("unlimint", "token")
+        let tokensBefore = try await harness.double.requests(provider: "unlimint").filter { $0.kind == "token" }.count
+        try await harness.double.expireTokens("unlimint")
+        let renewed = try await harness.askNow("unlimint", "token").object
+        #expect(renewed.string("outcome") == "not_found", "\(renewed)")
+        let unlimint = try await harness.double.requests(provider: "unlimint")
+        #expect(unlimint.filter { $0.kind == "token" }.count == tokensBefore + 1)
+        #expect(unlimint.filter { $0.kind == "inquiry" && $0.order == "token" }.suffix(2).map(\.answered) == [401, 200])
+        try await harness.stop()
+    }
+
+    @Test("receiving keeps answering promptly while 100 inquiries are stuck at a provider")
+    func receivingWhileStuck() async throws {
+        let harness = try await ReconcileHarness.start(
+            reconcile: ReconcileHarness.reconcileYAML(schedule: "[1s, 1h]", giveUpAfter: "1d", maxInFlight: 100, timeout: 30))
+        for index in 0..<100 {
+            try await harness.double.script("ipay88", order: "stuck-\(index)", json: [#"{"delay": 20}"#])
+            try await harness.expect("ipay88", "stuck-\(index)")
+        }
+        let deadline = Date().addingTimeInterval(15)
+        while try await harness.double.inFlight() < 100, Date() < deadline { try await Task.sleep(for: .milliseconds(200)) }
+        #expect(try await harness.double.inFlight() == 100)
+        var slowest = 0.0
+        for index in 0..<200 {
+            let started = Date()
+            let body = UnlimintRequests.body(order: "fast-\(index)", id: "F-\(index)", status: "COMPLETED")
+            let answer = try await harness.daemon.post("/ipn/unlimint", body: body, headers: UnlimintRequests.headers(for: body))
+            #expect(answer.status == 200)
+            slowest = max(slowest, Date().timeIntervalSince(started))
+        }
+        #expect(slowest < 1.0, "the slowest acknowledgement took \(slowest) s")
+        #expect(try await harness.double.inFlight() >= 90, "the inquiries were still stuck")
+        try await harness.stop()
+    }
+
+    @Test("kill -9 mid-inquiry loses nothing: the order is asked again once the claim runs out")
+    func killMidInquiry() async throws {
+        let double = try ProviderDouble()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ipnd-kill-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let yaml = """
+            server: {host: 127.0.0.1, port: 0}
+            store: {path: \(directory.appendingPathComponent("ipnd.sqlite").path)}
+            ops: {host: 127.0.0.1, port: 0, tokens_sha256: [\(Hex.encode(Crypto.digest(.sha256, Array(TestDaemon.opsToken.utf8))))]}
+            \(try ReconcileHarness.providersYAML(double: double, directory: directory))
+            \(ReconcileHarness.reconcileYAML(schedule: "[1s, 1h]", giveUpAfter: "1d", timeout: 1))
+            """
+        let configPath = directory.appendingPathComponent("ipnd.yaml").path
+        try Data(yaml.utf8).write(to: URL(fileURLWithPath: configPath))
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: configPath)
+        try await double.script("unlimint", order: "killed", json: [#"{"delay": 30}"#,
+                                                                    #"{"payments": [{"id": "K-1", "status": "COMPLETED", "amount": "12.34", "currency": "USD"}]}"#])
+        let first = try DaemonProcess(configPath: configPath)
+        _ = try await first.waitUntilListening()
+        let expect = try await ipnd(["orders", "expect", "unlimint", "killed", "--amount", "12.34", "--currency", "USD", "--config", configPath])
+        #expect(expect.status == 0, "\(expect.stderr)")
+        try await double.wait("unlimint", order: "killed", timeout: 10) { $0.count >= 1 }
+        first.signal(SIGKILL)
+        _ = await first.waitForExit(timeout: 10)
+        let killedAt = Date()
+        let second = try DaemonProcess(configPath: configPath)
+        _ = try await second.waitUntilListening()
+        let asked = try await double.wait("unlimint", order: "killed", timeout: 20) { $0.count >= 2 }
+        #expect(asked.count == 2)
+        var configuration = Configuration()
+        configuration.readonly = true
+        let queue = try DatabaseQueue(path: directory.appendingPathComponent("ipnd.sqlite").path, configuration: configuration)
+        let deadline = Date().addingTimeInterval(10)
+        var state: String?
+        while Date() < deadline {
+            state = try await queue.read { db in try String.fetchOne(db, sql: "SELECT state FROM orders WHERE order_ref = 'killed'") }
+            if state == "paid" { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(state == "paid")
+        #expect(Date().timeIntervalSince(killedAt) < 20)
+        second.signal(SIGTERM)
+        _ = await second.waitForExit(timeout: 20)
+        double.stop()
+    }
+
+    @Test("two nodes on one PostgreSQL database never ask about one order twice in one step",
+          .enabled(if: PostgresTestServer.fromEnvironment() != nil))
+    func twoNodes() async throws {
+        let database = try await TestDaemon.freshPostgresDatabase()
+        let double = try ProviderDouble()
+        let reconcile = ReconcileHarness.reconcileYAML(schedule: "[1s, 1h]", giveUpAfter: "1d", maxInFlight: 8, timeout: 2)
+        let one = try await ReconcileHarness.start(backend: .postgres, reconcile: reconcile, double: double, postgresDatabase: database)
+        let two = try await ReconcileHarness.start(backend: .postgres, reconcile: reconcile, double: double, postgresDatabase: database)
+        let orders = (0..<60).map { "both-\($0)" }
+        for order in orders {
+            try await double.script("ipay88", order: order, json: [#"{"delay": 0.2, "text": "Record not found"}"#])
+            try await one.expect("ipay88", order)
+        }
+        let deadline = Date().addingTimeInterval(30)
+        while try one.daemon.count("SELECT COUNT(*) FROM inquiries") < orders.count, Date() < deadline {
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        try await Task.sleep(for: .seconds(1))
+        let requests = try await double.requests(provider: "ipay88").filter { $0.kind == "inquiry" }
+        var perOrder: [String: Int] = [:]
+        for request in requests { perOrder[request.order ?? "", default: 0] += 1 }
+        #expect(perOrder.count == orders.count && perOrder.values.allSatisfy { $0 == 1 }, "\(perOrder.filter { $0.value != 1 })")
+        #expect(try one.daemon.count("SELECT COUNT(*) FROM inquiries") == orders.count)
+        // Both nodes asked (each logs its own inquiries).
+        let oneAsked = one.daemon.logs.captured.filter { $0.contains("msg=inquiry ") }.count
+        let twoAsked = two.daemon.logs.captured.filter { $0.contains("msg=inquiry ") }.count
+        #expect(oneAsked + twoAsked == orders.count && oneAsked > 0 && twoAsked > 0, "\(oneAsked) + \(twoAsked)")
+        try await one.daemon.stop()
+        try await two.daemon.stop()
+        double.stop()
+    }
+}
+
+extension TestDaemon {
+    /// Waits until `condition` holds, at most `timeout` seconds; returns whether it did.
+    @discardableResult
+    func waitUntil(timeout: Double, _ condition: () throws -> Bool) async throws -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            if try condition() { return true }
+            if Date() > deadline { return false }
+            try await Task.sleep(for: .milliseconds(100))
+        }
     }
 }
