@@ -527,3 +527,98 @@ extension TestDaemon {
         }
     }
 }
+
+/// The commands, the metrics, and what must never be shown.
+@Suite("Reconciliation: commands, metrics and secrets")
+struct ReconcileOpsTests {
+    @Test("orders reconcile and inquiries list; exit codes 0, 1, 2 and 5; the metrics with HELP; no credential, token or signature anywhere")
+    func commandsMetricsSecrets() async throws {
+        let harness = try await ReconcileHarness.start(reconcile: ReconcileHarness.reconcileYAML(schedule: "[1h]", giveUpAfter: "1d"))
+        let config = harness.daemon.config.path
+        for paid in ReconciliationTests.PaidCase.all {
+            try await harness.double.script(paid.provider, order: paid.key, json: [paid.reply])
+            if paid.provider == "citcon" {
+                try await harness.daemon.deliver("citcon", order: paid.order, status: "pending", amount: Money(minor: 1234, currency: "USD"), uid: paid.key)
+            } else {
+                try await harness.expect(paid.provider, paid.order)
+            }
+        }
+        // The CLI asks two of them; the API the rest.
+        let cli = try await ipnd(["orders", "reconcile", "unlimint", "UL-1", "--format", "json", "--config", config])
+        #expect(cli.status == 0, "\(cli.stderr)")
+        let record = try parseJSONObject(cli.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(record.keySet == SpecFields.inquiry && record.string("trigger") == "cli" && record.string("outcome") == "recorded")
+        let table = try await ipnd(["orders", "reconcile", "alipay", "AL-1", "--config", config])
+        #expect(table.status == 0 && table.stdout.contains("recorded"), "\(table.stdout)\(table.stderr)")
+        for provider in ["ipay88", "juspay", "citcon"] {
+            let order = ReconciliationTests.PaidCase.all.first { $0.provider == provider }!.order
+            #expect(try await harness.askNow(provider, order).object.string("outcome") == "recorded")
+        }
+        for paid in ReconciliationTests.PaidCase.all {
+            #expect(try harness.daemon.orderState(paid.order, provider: paid.provider) == "paid", "\(paid.provider)")
+        }
+        let unknown = try await ipnd(["orders", "reconcile", "unlimint", "nobody", "--config", config])
+        #expect(unknown.status == 1, "\(unknown.stderr)")
+        let noInquiry = try await ipnd(["orders", "reconcile", "unlimint", "x", "--account", "shop2", "--config", config])
+        #expect(noInquiry.status == 2 && noInquiry.stderr.contains("inquiry"), "\(noInquiry.stderr)")
+        try await harness.expect("ipay88", "broken")
+        try await harness.double.script("ipay88", order: "broken", json: [#"{"status": 500}"#])
+        let failed = try await ipnd(["orders", "reconcile", "ipay88", "broken", "--config", config])
+        #expect(failed.status == 5 && failed.stdout.contains("error"), "\(failed.stdout)\(failed.stderr)")
+
+        // inquiries list: newest first, every format, filters.
+        let json = try await ipnd(["inquiries", "list", "--format", "json", "--config", config])
+        let listed = try parseJSONLines(json.stdout)
+        #expect(listed.count == 6 && listed.map { $0.int("id") ?? 0 } == listed.map { $0.int("id") ?? 0 }.sorted(by: >))
+        let csv = parseCSV(try await ipnd(["inquiries", "list", "--format", "csv", "--outcome", "error", "--config", config]).stdout)
+        #expect(csv.first == SpecFields.inquiryColumns)
+        #expect(csv.count == 2)
+        let byOrder = try await ipnd(["inquiries", "list", "--order", "UL-1", "--format", "json", "--config", config])
+        #expect(try parseJSONLines(byOrder.stdout).map { $0.string("order_ref") } == ["UL-1"])
+        let show = try await ipnd(["orders", "show", "unlimint", "UL-1", "--format", "json", "--config", config])
+        let shown = try parseJSONObject(show.stdout)
+        #expect(shown.keySet == SpecFields.orderDetail && shown.objects("inquiries").count == 1 && shown.isNull("next_inquiry_at"))
+        let api = try await harness.daemon.apiObject("/api/v1/inquiries?provider=ipay88&limit=1")
+        #expect(api.objects("items").count == 1 && api.string("next_cursor") != nil)
+
+        // The metrics, each with its HELP.
+        let metrics = try await harness.daemon.get("/metrics", ops: true).text
+        for family in ["ipnd_inquiries_total", "ipnd_inquiry_duration_seconds", "ipnd_orders_unsettled", "ipnd_orders_awaiting_inquiry"] {
+            #expect(metrics.contains("# HELP \(family) ") && !metrics.contains("# HELP \(family) \(family): no help text"), "\(family)")
+        }
+        #expect(metrics.contains(#"ipnd_inquiries_total{provider="juspay",outcome="recorded"} 1"#)
+                    || metrics.contains(#"ipnd_inquiries_total{outcome="recorded",provider="juspay"} 1"#), "\(metrics.split(separator: "\n").filter { $0.contains("inquiries_total") })")
+
+        // Nothing shown or kept holds a credential, a token or a signature.
+        var secrets = [
+            ProviderDouble.juspayAPIKey, Base64.encode(Array("\(ProviderDouble.juspayAPIKey):".utf8)), ProviderDouble.unlimintPassword,
+            ProviderDouble.citconPrivateKey,
+        ]
+        let pem = String(decoding: Fixture.bytes("antom-merchant-test-private-key.pem"), as: UTF8.self)
+        secrets += pem.split(separator: "\n").filter { !$0.hasPrefix("-----") }.prefix(3).map(String.init)
+        for request in try await harness.double.requests() {
+            if let authorization = request.headers["authorization"], let token = authorization.split(separator: " ").last {
+                secrets.append(String(token))
+            }
+            if let signature = request.headers["signature"], let value = signature.components(separatedBy: "signature=").last {
+                secrets.append(value)
+            }
+        }
+        let stored = try harness.daemon.rows("SELECT target, headers, body FROM notifications").flatMap { $0.compactMap { $0 } }
+            + harness.daemon.rows("SELECT url, error FROM inquiries").flatMap { $0.compactMap { $0 } }
+        let checkConfig = try await ipnd(["check-config", "--config", config])
+        var shownText = [harness.daemon.logs.captured.joined(separator: "\n"), cli.stdout, table.stdout, failed.stdout, json.stdout,
+                         show.stdout, checkConfig.stdout, checkConfig.stderr, metrics] + stored
+        shownText.append(try await harness.daemon.api("/api/v1/inquiries?limit=1000").text)
+        shownText.append(try await harness.daemon.api("/api/v1/notifications?limit=1000&include=raw").text)
+        for paid in ReconciliationTests.PaidCase.all {
+            shownText.append(try await harness.daemon.api("/api/v1/orders/\(paid.provider)/\(paid.order)?include=raw").text)
+        }
+        #expect(checkConfig.status == 0 && checkConfig.stdout.contains("inquiry"), "\(checkConfig.stderr)")
+        #expect(Set(secrets).count >= 10, "the tokens and signatures the double saw are among them")
+        for secret in Set(secrets) where secret.count >= 8 {
+            for text in shownText { #expect(!text.contains(secret), "a credential was shown: \(secret.prefix(6))...") }
+        }
+        try await harness.stop()
+    }
+}

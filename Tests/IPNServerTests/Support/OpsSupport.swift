@@ -14,6 +14,11 @@ enum SpecFields {
         "id", "provider", "account", "order_ref", "received_at", "verdict", "reason", "provider_status", "dedup_key",
         "client_ip", "source", "inquiry_id",
     ]
+    /// The csv columns of `inquiries list`: an inquiry record's fields, in the order section 12 lists them.
+    static let inquiryColumns = [
+        "id", "provider", "account", "order_ref", "asked_at", "trigger", "outcome", "http_status", "provider_status",
+        "notification_id", "verdict", "error", "duration_ms", "url",
+    ]
     /// An inquiry record (section 12).
     static let inquiry: Set<String> = [
         "id", "provider", "account", "order_ref", "asked_at", "trigger", "outcome", "http_status", "provider_status",
