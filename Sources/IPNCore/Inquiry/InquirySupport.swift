@@ -31,6 +31,14 @@ public enum InquiryURL {
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// `text` as one path segment: percent-encoded, and `.` and `..` with their dots encoded
+    /// too, since clients and servers resolve those segments away (RFC 3986 section 5.2.4)
+    /// and `/orders/..` would ask about something else.
+    public static func pathSegment(_ text: String) -> String {
+        if text == "." || text == ".." { return String(repeating: "%2E", count: text.count) }
+        return percentEncoded(text)
+    }
+
     /// A query string of `pairs` in order, each value percent-encoded: `a=1&b=x%2Fy`.
     public static func query(_ pairs: [(name: String, value: String)]) -> String {
         pairs.map { "\($0.name)=\(percentEncoded($0.value))" }.joined(separator: "&")
