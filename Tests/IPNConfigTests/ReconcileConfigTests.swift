@@ -175,17 +175,17 @@ struct ReconcileConfigTests {
         let dir = try ConfigDirectory()
         let cases: [(String, String, String)] = [
             ("ipay88", "url: https://payment.ipay88.com.my/epayment/enquiry.asp",
-             "url https://payment.ipay88.com.my/epayment/enquiry.asp, merchant_code M00003 (the account's)"),
+             "url: https://payment.ipay88.com.my/epayment/enquiry.asp; merchant_code: M00003 (the account's)"),
             ("alipay", "merchant_private_key: |\n" + TestKeys.merchantPEM.split(separator: "\n").map { "  \($0)" }.joined(separator: "\n")
                 + "\nkey_version: 2",
-             "url https://open-sea-global.alipay.com/ams/sandbox/api/v1/payments/inquiryPayment, "
-                + "merchant_private_key configured, redacted (RSA 2048), key_version 2"),
+             "url: https://open-sea-global.alipay.com/ams/sandbox/api/v1/payments/inquiryPayment; "
+                + "merchant_private_key: configured, redacted (RSA 2048); key_version: 2"),
             ("unlimint", "url: https://sandbox.cardpay.com\nterminal_code: \"18833\"\nterminal_password: trm-pa55-w0rd",
-             "url https://sandbox.cardpay.com, terminal_code 18833, terminal_password configured, redacted"),
+             "url: https://sandbox.cardpay.com; terminal_code: 18833; terminal_password: configured, redacted"),
             ("juspay", "api_key: jsp-api-k3y\nmerchant_id: acme",
-             "url https://api.juspay.in, api_key configured, redacted, merchant_id acme"),
+             "url: https://api.juspay.in; api_key: configured, redacted; merchant_id: acme"),
             ("citcon", "url: https://api.sandbox.citconpay.com/v1\nprivate_key: ctc-priv-k3y",
-             "url https://api.sandbox.citconpay.com/v1, private_key configured, redacted"),
+             "url: https://api.sandbox.citconpay.com/v1; private_key: configured, redacted"),
         ]
         for (provider, inquiry, summary) in cases {
             let config = try dir.load(account(provider, inquiry: inquiry))
