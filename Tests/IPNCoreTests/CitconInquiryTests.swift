@@ -16,8 +16,7 @@ private func success(object: String? = "charge", reference: String = "reference1
 }
 
 private func read(_ text: String, status: Int = 200, order: InquiryOrder = order) throws -> InquiryReading {
-    let request = try inquiry.request(for: order, context: InquiryFixture.context(token: token))
-    return inquiry.read(InquiryFixture.answer(status, text), to: request, order: order)
+    try inquiry.reading(text, status: status, order: order, token: token)
 }
 
 @Suite("Citcon transaction inquiry (inquiries.md section 5)")
@@ -45,7 +44,7 @@ struct CitconInquiryTests {
     @Test("a refused key is unauthorized; other failures are not, and never quote a credential")
     func tokenErrors() throws {
         for status in [401, 403] {
-            let error = try #require(tokenError { () throws(InquiryTokenError) in
+            let error = try #require(thrown { () throws(InquiryTokenError) in
                 try inquiry.readToken(InquiryFixture.answer(status, #"{"status":"fail","data":{"code":"unauthorized","message":"invalid key"}}"#), nowMillis: 0)
             })
             #expect(error.unauthorized)
@@ -61,15 +60,7 @@ struct CitconInquiryTests {
             (200, #"{"status":"success","data":{"access_token":"secret-tok","expiry":"soon"}}"#,
              "the token answer's data.expiry is not a time in epoch milliseconds"),
         ]
-        for (status, body, message) in cases {
-            let error = try #require(tokenError { () throws(InquiryTokenError) in
-                try inquiry.readToken(InquiryFixture.answer(status, body), nowMillis: 0)
-            })
-            #expect(error.message == message)
-            #expect(!error.unauthorized)
-            #expect(!error.message.contains("secret-tok"))
-            #expect(!error.message.contains(privateKey))
-        }
+        try expectTokenRefusals(inquiry, cases, hiding: ["secret-tok", privateKey])
     }
 
     // MARK: Request

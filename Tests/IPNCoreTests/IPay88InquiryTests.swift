@@ -9,8 +9,7 @@ private let myr = Money(minor: 127_899, currency: "MYR")
 private let order = InquiryFixture.order("A00000001", expected: myr)
 
 private func read(_ text: String, status: Int = 200, order: InquiryOrder = order) throws -> InquiryReading {
-    let request = try inquiry.request(for: order, context: InquiryFixture.context())
-    return inquiry.read(InquiryFixture.answer(status, text), to: request, order: order)
+    try inquiry.reading(text, status: status, order: order)
 }
 
 @Suite("iPay88 re-query (inquiries.md section 1)")

@@ -76,22 +76,42 @@ extension InquiryRequest {
     var headerLines: [String] { headers.map(\.description) }
 }
 
-/// What a refused request says, or nil when it is built.
-func refusal(_ build: () throws(InquiryRefusal) -> InquiryRequest) -> String? {
+/// The error `body` threw, or nil when it returned.
+func thrown<Value, Failure: Error>(_ body: () throws(Failure) -> Value) -> Failure? {
     do {
-        _ = try build()
-        return nil
-    } catch {
-        return error.message
-    }
-}
-
-/// What a refused token answer says, or nil when it reads.
-func tokenError(_ read: () throws(InquiryTokenError) -> AccessToken) -> InquiryTokenError? {
-    do {
-        _ = try read()
+        _ = try body()
         return nil
     } catch {
         return error
+    }
+}
+
+/// What a refused request says, or nil when it is built.
+func refusal(_ build: () throws(InquiryRefusal) -> InquiryRequest) -> String? {
+    thrown(build)?.message
+}
+
+extension StatusInquiry {
+    /// Reads `text`, answered with `status`, to this inquiry's request about `order` under the
+    /// fixed context (with `token`, for providers that ask with one).
+    func reading(_ text: String, status: Int = 200, order: InquiryOrder, token: AccessToken? = nil) throws -> InquiryReading {
+        let request = try request(for: order, context: InquiryFixture.context(token: token))
+        return read(InquiryFixture.answer(status, text), to: request, order: order)
+    }
+}
+
+/// Token answers each refused with its message, not as an unauthorized credential, and with
+/// none of `secrets` in any message: `cases` are (HTTP status, body, message).
+func expectTokenRefusals(
+    _ inquiry: some StatusInquiry, _ cases: [(Int, String, String)], hiding secrets: [String],
+    sourceLocation: SourceLocation = #_sourceLocation
+) throws {
+    for (status, body, message) in cases {
+        let error = try #require(
+            thrown { () throws(InquiryTokenError) in try inquiry.readToken(InquiryFixture.answer(status, body), nowMillis: 0) },
+            "\(body)", sourceLocation: sourceLocation)
+        #expect(error.message == message, sourceLocation: sourceLocation)
+        #expect(!error.unauthorized, sourceLocation: sourceLocation)
+        for secret in secrets { #expect(!error.message.contains(secret), sourceLocation: sourceLocation) }
     }
 }

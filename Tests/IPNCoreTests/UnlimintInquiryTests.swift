@@ -21,8 +21,7 @@ private func list(_ items: [String], hasMore: Bool = false) -> String {
 }
 
 private func read(_ text: String, status: Int = 200, order: InquiryOrder = order) throws -> InquiryReading {
-    let request = try inquiry.request(for: order, context: InquiryFixture.context(token: token))
-    return inquiry.read(InquiryFixture.answer(status, text), to: request, order: order)
+    try inquiry.reading(text, status: status, order: order, token: token)
 }
 
 @Suite("Unlimint payment list (inquiries.md section 3)")
@@ -52,7 +51,7 @@ struct UnlimintInquiryTests {
     @Test("a refused credential is unauthorized; other failures are not, and never quote the token")
     func tokenErrors() throws {
         for status in [401, 403] {
-            let error = try #require(tokenError { () throws(InquiryTokenError) in
+            let error = try #require(thrown { () throws(InquiryTokenError) in
                 try inquiry.readToken(InquiryFixture.answer(status, #"{"name":"UNAUTHORIZED","message":"Bad credentials"}"#), nowMillis: 0)
             })
             #expect(error.unauthorized)
@@ -67,14 +66,7 @@ struct UnlimintInquiryTests {
             (200, #"{"access_token":"secret-tok","token_type":"bearer","expires_in":0}"#, "the token answer's expires_in is not a number of seconds"),
             (200, #"{"access_token":"secret-tok","token_type":"bearer","expires_in":1.5}"#, "the token answer's expires_in is not a number of seconds"),
         ]
-        for (status, body, message) in cases {
-            let error = try #require(tokenError { () throws(InquiryTokenError) in
-                try inquiry.readToken(InquiryFixture.answer(status, body), nowMillis: 0)
-            })
-            #expect(error.message == message)
-            #expect(!error.unauthorized)
-            #expect(!error.message.contains("secret-tok"))
-        }
+        try expectTokenRefusals(inquiry, cases, hiding: ["secret-tok"])
     }
 
     // MARK: Request
