@@ -160,6 +160,20 @@ struct AlipayInquiryTests {
         #expect(reading == .badSignature("the answer's signature does not verify under any public_key"))
     }
 
+    @Test("any one changed byte of a signed answer's body makes it a bad signature")
+    func mutatedBodies() throws {
+        let body = Array(paymentBody(status: "SUCCESS").utf8)
+        let answer = try signedAnswer(paymentBody(status: "SUCCESS"))
+        let inquiry = try makeInquiry()
+        let request = inquiry.request(for: order, context: InquiryFixture.context())
+        var rng = SplitMix64(seed: 37)
+        for _ in 0..<100 {
+            var mutated = answer
+            mutated.body = rng.mutatingOneByte(body).mutated
+            #expect(inquiry.read(mutated, to: request, order: order).outcome == "bad_signature")
+        }
+    }
+
     @Test("missing, repeated or malformed verification headers, or another client id, are a bad signature")
     func missingHeaders() throws {
         let good = try signedAnswer(paymentBody(status: "SUCCESS"))

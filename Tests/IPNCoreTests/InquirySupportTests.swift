@@ -79,6 +79,49 @@ struct InquirySupportTests {
     }
 }
 
+@Suite("Inquiry answers from a hostile or broken host")
+struct HostileInquiryAnswerTests {
+    @Test("random and truncated answers to every provider's inquiry are read as something, never a crash or a fact from nothing")
+    func randomAnswers() throws {
+        let token = AccessToken(authorization: "Bearer t", renewAtMillis: 0)
+        let antom = try RSAPublicKey(derOrPEM: Fixture.text("alipay-test-public-key.b64"))
+        let merchant = try RSAPrivateKey(pem: Fixture.text("antom-merchant-test-private-key.pem"))
+        let inquiries: [any StatusInquiry] = [
+            IPay88Inquiry(merchantCode: "M1"),
+            AlipayInquiry(clientID: "C1", publicKeys: [antom], merchantKey: merchant),
+            UnlimintInquiry(terminalCode: "1", terminalPassword: "p"),
+            JuspayInquiry(apiKey: "k", merchantID: "m"),
+            CitconInquiry(privateKey: "k"),
+        ]
+        let order = InquiryFixture.order("R1", txnID: "T1", expected: Money(minor: 100, currency: "USD"))
+        let seeds = [
+            #"{"data":[{"merchant_order":{"id":"R1"},"payment_data":{"id":"1","status":"COMPLETED","amount":1,"currency":"USD"}}]}"#,
+            #"{"order_id":"R1","status":"CHARGED","amount":1,"currency":"USD","id":"x"}"#,
+            #"{"status":"success","data":{"id":"T1","reference":"R1","amount":1,"currency":"USD","status":"success"}}"#,
+            "00", "Incorrect amount",
+        ].map { Array($0.utf8) }
+        var rng = SplitMix64(seed: 91)
+        for inquiry in inquiries {
+            let request = try inquiry.request(for: order, context: InquiryFixture.context(token: token))
+            for round in 0..<300 {
+                var body = seeds[Int(rng.next() % UInt64(seeds.count))]
+                switch round % 3 {
+                case 0: body = rng.mutatingOneByte(body).mutated
+                case 1: body = Array(body.prefix(Int(rng.next() % UInt64(body.count))))
+                default: body = (0..<Int(rng.next() % 40)).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
+                }
+                let status = [200, 200, 400, 404, 500][Int(rng.next() % 5)]
+                let reading = inquiry.read(InquiryAnswer(status: status, body: body), to: request, order: order)
+                for fact in reading.facts {
+                    #expect(fact.orderRef == "R1")
+                    #expect(throws: Never.self) { try NotificationLimits.check(fact) }
+                }
+                if let message = reading.message { #expect(message.utf8.count < 600) }
+            }
+        }
+    }
+}
+
 extension String {
     /// The text cut into lines of `count` characters (base64 as PEM bodies wrap it).
     fileprivate func split(every count: Int) -> String {
