@@ -148,12 +148,12 @@ public struct ProviderAccount: Sendable {
     public var allowIPs: [IPNetwork]?
     public var provider: any NotificationProvider
 
-    /// What `check-config` shows of the account's `inquiry` section, secrets redacted:
-    /// `url https://..., merchant_private_key configured, redacted (RSA 2048), key_version 1`,
-    /// or `not configured` (the account is never asked).
+    /// What `check-config` shows of the account's `inquiry` section, secrets redacted, as it
+    /// shows the account's own keys: `url: https://...; merchant_private_key: configured,
+    /// redacted (RSA 2048); key_version: 1`, or `not configured` (the account is never asked).
     public var inquirySummary: String {
         guard let inquiry = provider.inquiry else { return "not configured" }
-        return inquiry.summary.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+        return inquiry.summary.map { "\($0.key): \($0.value)" }.joined(separator: "; ")
     }
 }
 

@@ -13,7 +13,7 @@ extension Validator {
         guard let node else { return nil }
         let section = "\(keyPath).inquiry"
         var settings = InquirySettings(keyPath: section)
-        guard let pairs = try optionalMapping(node, key: section) else { return settings }
+        let pairs = try optionalMapping(node, key: section) ?? []
         var allowed = ["url"]
         for key in type.inquiryKeys {
             allowed.append(key.name)
@@ -85,6 +85,7 @@ extension Validator {
         guard !url.text.contains("?") else {
             throw ConfigError(key: key, "must not have a ?query: ipnd builds the API's path and query itself")
         }
-        return url.text
+        // The scheme lowercase, as the HTTP client and the inquiry records should see it.
+        return url.scheme + url.text.dropFirst(url.scheme.utf8.count)
     }
 }

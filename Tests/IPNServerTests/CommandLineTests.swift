@@ -106,6 +106,32 @@ struct CommandLineTests {
         #expect(!ok.stdout.contains("very-secret-value-123"))
     }
 
+    @Test("check-config prints the reconcile settings and each account's inquiry, never an inquiry secret")
+    func inquiriesShown() async throws {
+        let yaml = """
+            store:
+              path: s.sqlite
+            reconcile:
+              schedule: [5m, 1h]
+              give_up_after: 2d
+            providers:
+              unlimint:
+                - callback_secret: x
+              juspay:
+                - username: u
+                  password: p
+                  inquiry:
+                    api_key: juspay-api-key-secret-42
+                    merchant_id: acme
+            """
+        let result = try await ipnd(["check-config", "--config", try writeConfig(yaml)])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("\n    inquiry: url: https://api.juspay.in; api_key: configured, redacted; merchant_id: acme\n"))
+        #expect(result.stdout.contains("unlimint/default: POST /ipn/unlimint; callback_secret: 1 secret(s), redacted; allow_ips: any\n    inquiry: not configured\n"))
+        #expect(result.stdout.contains("\nreconcile: schedule 5m, 1h (then every 1d), give_up_after 2d, max_in_flight 4, per_account_per_minute 60, timeout_seconds 10"))
+        #expect(!result.stdout.contains("juspay-api-key-secret-42"))
+    }
+
     @Test("the config path comes from $IPND_CONFIG when --config is not given")
     func configFromEnvironment() async throws {
         let path = try writeConfig("store:\n  path: s.sqlite\nproviders:\n  unlimint:\n    - callback_secret: x\n")

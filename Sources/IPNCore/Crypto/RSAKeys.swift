@@ -32,13 +32,7 @@ public final class RSAPublicKey: @unchecked Sendable {
 
     /// Parses a SubjectPublicKeyInfo given as base64 DER or as PEM (`-----BEGIN PUBLIC KEY-----`).
     public init(derOrPEM text: String) throws(KeyError) {
-        guard let der = PEMText.derBytes(of: text) else { throw .notBase64 }
-        var cursor: UnsafePointer<UInt8>?
-        let parsed: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
-            cursor = buffer.baseAddress
-            return d2i_PUBKEY(nil, &cursor, buffer.count)
-        }
-        guard let pkey = parsed else { throw .notAKey(OpenSSLError.lastMessage()) }
+        let pkey = try PEMText.parseDER(text) { d2i_PUBKEY(nil, $0, $1) }
         guard EVP_PKEY_is_a(pkey, "RSA") == 1 else {
             EVP_PKEY_free(pkey)
             throw .notRSA
@@ -116,15 +110,8 @@ public final class RSAPrivateKey: @unchecked Sendable {
             try self.init(pem: text)
             return
         }
-        guard let der = PEMText.derBytes(of: text) else { throw .notBase64 }
-        var cursor: UnsafePointer<UInt8>?
-        let parsed: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
-            cursor = buffer.baseAddress
-            // Tells PKCS#8 from the traditional (PKCS#1) encoding by the structure itself.
-            return d2i_AutoPrivateKey(nil, &cursor, buffer.count)
-        }
-        guard let pkey = parsed else { throw .notAKey(OpenSSLError.lastMessage()) }
-        try self.init(owning: pkey)
+        // Tells PKCS#8 from the traditional (PKCS#1) encoding by the structure itself.
+        try self.init(owning: try PEMText.parseDER(text) { d2i_AutoPrivateKey(nil, $0, $1) })
     }
 
     /// Takes ownership of a parsed key, refusing (and freeing) anything but an RSA key of at
@@ -173,6 +160,21 @@ public final class RSAPrivateKey: @unchecked Sendable {
 
 /// Turns base64 DER, with or without PEM armour, into DER bytes.
 enum PEMText {
+    /// The key `d2i` (an OpenSSL `d2i_...` function, given the cursor and the length) parses
+    /// from the DER of `text`; the caller owns it.
+    static func parseDER(
+        _ text: String, _ d2i: (UnsafeMutablePointer<UnsafePointer<UInt8>?>, Int) -> OpaquePointer?
+    ) throws(KeyError) -> OpaquePointer {
+        guard let der = derBytes(of: text) else { throw .notBase64 }
+        var cursor: UnsafePointer<UInt8>?
+        let parsed: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
+            cursor = buffer.baseAddress
+            return d2i(&cursor, buffer.count)
+        }
+        guard let pkey = parsed else { throw .notAKey(OpenSSLError.lastMessage()) }
+        return pkey
+    }
+
     static func derBytes(of text: String) -> [UInt8]? {
         var body = ""
         for line in text.split(whereSeparator: { $0 == "\n" || $0 == "\r" }) {

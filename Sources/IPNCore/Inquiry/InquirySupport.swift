@@ -13,22 +13,18 @@ public enum InquiryURL {
     /// unreserved characters (letters, digits, `-`, `.`, `_`, `~`) as `%XX`, uppercase hex. So
     /// an order reference holding `/`, `?`, `&`, `#` or `%` stays one segment or one value.
     public static func percentEncoded(_ text: String) -> String {
-        let hex = Array("0123456789ABCDEF".utf8)
         var out: [UInt8] = []
         out.reserveCapacity(text.utf8.count)
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."),
-                UInt8(ascii: "_"), UInt8(ascii: "~"):
-                out.append(byte)
-            default:
-                out.append(UInt8(ascii: "%"))
-                out.append(hex[Int(byte >> 4)])
-                out.append(hex[Int(byte & 0x0f)])
-            }
-        }
+        PercentEncoding.append(text, to: &out, keeping: PercentEncoding.isUnreserved)
         return String(decoding: out, as: UTF8.self)
+    }
+
+    /// `text` as one path segment: percent-encoded, and `.` and `..` with their dots encoded
+    /// too, since clients and servers resolve those segments away (RFC 3986 section 5.2.4)
+    /// and `/orders/..` would ask about something else.
+    public static func pathSegment(_ text: String) -> String {
+        if text == "." || text == ".." { return String(repeating: "%2E", count: text.count) }
+        return percentEncoded(text)
     }
 
     /// A query string of `pairs` in order, each value percent-encoded: `a=1&b=x%2Fy`.

@@ -74,7 +74,7 @@ public struct CitconInquiry: StatusInquiry {
         guard let token = context.token else { throw InquiryRefusal("Citcon is asked with a token, and none was taken") }
         return InquiryRequest(
             method: "GET",
-            url: InquiryURL.joining(baseURL, "/transactions/" + InquiryURL.percentEncoded(transactionID)),
+            url: InquiryURL.joining(baseURL, "/transactions/" + InquiryURL.pathSegment(transactionID)),
             headers: [InquiryHeader("Authorization", token.authorization)]
         )
     }
@@ -101,7 +101,10 @@ public struct CitconInquiry: StatusInquiry {
         guard body.string("status") == "success", let data = body.object("data") else {
             return .error("the answer is neither a success with data nor a fail", providerStatus: nil)
         }
-        guard data["reference"]?.scalarText == order.orderRef else { return .error("answer names another order", providerStatus: nil) }
+        guard let reference = data["reference"]?.scalarText, !reference.isEmpty else {
+            return .error("the answer has no data.reference", providerStatus: nil)
+        }
+        guard reference == order.orderRef else { return .error("answer names another order", providerStatus: nil) }
         // The transaction as a UPI IPN carries it: its `object` is the IPN's transaction_type.
         var values = Dictionary(data.members.map { ($0.key, $0.value.signingText) }) { first, _ in first }
         values["transaction_type"] = data["object"]?.scalarText.flatMap { $0.isEmpty ? nil : $0 } ?? "charge"

@@ -41,7 +41,7 @@ public struct JuspayInquiry: StatusInquiry {
     public func request(for order: InquiryOrder, context: InquiryContext) -> InquiryRequest {
         InquiryRequest(
             method: "GET",
-            url: InquiryURL.joining(baseURL, "/orders/" + InquiryURL.percentEncoded(order.orderRef)),
+            url: InquiryURL.joining(baseURL, "/orders/" + InquiryURL.pathSegment(order.orderRef)),
             headers: [
                 InquiryHeader("Authorization", "Basic " + Base64.encode(Array((apiKey + ":").utf8))),
                 InquiryHeader("x-merchantid", merchantID),
