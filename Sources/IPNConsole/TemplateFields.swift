@@ -158,6 +158,10 @@ extension OverviewPage: MustacheParent {
         case "mismatchMore": mismatchMore
         case "mismatchShown": mismatchShown
         case "targetRows": targetRows
+        case "awaitingInquiry": awaitingInquiry
+        case "oldestAwaiting": oldestAwaiting
+        case "unsettledTotal": unsettledTotal
+        case "reconciling": reconciling
         default: nil
         }
     }
@@ -301,6 +305,28 @@ extension OrderPage: MustacheParent {
         case "timeline": timeline
         case "deliveryRows": deliveryRows
         case "returnPath": returnPath
+        case "asked": asked
+        case "askAction": askAction
+        case "nextInquiryAt": nextInquiryAt
+        case "inquiryRows": inquiryRows
+        default: nil
+        }
+    }
+}
+
+extension InquiryRow: MustacheParent {
+    func child(named name: String) -> Any? {
+        switch name {
+        case "inquiryID": inquiryID
+        case "inquiryAskedAt": inquiryAskedAt
+        case "inquiryTrigger": inquiryTrigger
+        case "inquiryOutcome": inquiryOutcome
+        case "inquiryHTTP": inquiryHTTP
+        case "inquiryStatus": inquiryStatus
+        case "inquiryNotification": inquiryNotification
+        case "inquiryNotificationLink": inquiryNotificationLink
+        case "inquiryError": inquiryError
+        case "inquiryMilliseconds": inquiryMilliseconds
         default: nil
         }
     }

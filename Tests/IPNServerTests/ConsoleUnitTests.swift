@@ -111,7 +111,11 @@ struct ConsoleUnitTests {
         let detail = OrderDetail(
             order: order, transitions: [TransitionRecord(from: nil, to: .pending, at: "2026-11-26T09:00:00.000Z", notificationID: nil),
                                         TransitionRecord(from: .pending, to: .paid, at: "2026-11-26T10:00:00.000Z", notificationID: 3)],
-            notifications: [note], events: [event])
+            notifications: [note], events: [event], nextInquiryAt: "2026-11-26T11:00:00.000Z",
+            inquiries: [InquiryRecord(
+                id: 5, provider: "unlimint", account: "default", orderRef: "R-1", askedAt: "2026-11-26T10:10:00.000Z", trigger: .console,
+                outcome: .recorded, httpStatus: 200, providerStatus: "COMPLETED", notificationID: 3, verdict: .applied, error: "e",
+                durationMs: 12, url: "https://cardpay.com/api/payments")])
         let window = OverviewWindow(nowMilliseconds: try #require(Timestamp.parse("2026-11-26T10:30:00Z")))
         let counts = [HourlyNotificationCount(
             hour: "2026-11-26T10:00:00.000Z", provider: "unlimint", account: "default", verdict: .rejected, reason: "bad_signature", count: 2)]

@@ -335,11 +335,13 @@ struct ReconcileScheduleTests {
             try harness.daemon.column("SELECT flags FROM orders WHERE order_ref = 'quiet'").first == "unsettled"
         }
         #expect(flagged)
-        let asked = try await times(harness, "ipay88", "quiet")
-        #expect(asked.count == 4, "\(asked.map { $0 - start })")
-        for (moment, offset) in zip(asked, [1.0, 2.0, 3.0, 6.0]) {
-            #expect(moment - start >= offset - 0.05 && moment - start <= offset + 1.5, "asked at \(moment - start) s, due at \(offset) s")
-        }
+        let asked = try await times(harness, "ipay88", "quiet").map { $0 - start }
+        // At 1, 2 and 3 s, then at 6 s, the last step. A step whose moment passed while the one
+        // before ran late (a busy machine) is skipped, never asked twice at once.
+        #expect((2...4).contains(asked.count), "\(asked)")
+        #expect((asked.first ?? 0) >= 0.95, "\(asked)")
+        #expect(zip(asked, asked.dropFirst()).allSatisfy { $1 - $0 >= 0.9 }, "one step at a time: \(asked)")
+        #expect((asked.last ?? 0) >= 5.95, "the last inquiry is at the give-up moment: \(asked)")
         let quiet = try await harness.order("ipay88", "quiet")
         #expect(quiet.isNull("next_inquiry_at") && quiet.string("state") == "expected")
         #expect(quiet.objects("inquiries").allSatisfy { $0.string("outcome") == "not_found" && $0.string("trigger") == "schedule" })
@@ -351,7 +353,7 @@ struct ReconcileScheduleTests {
         #expect(change.string("from") == "expected" && change.string("to") == "expected" && change.isNull("notification_id"))
         #expect(try await harness.daemon.apiObject("/api/v1/orders?limit=100").objects("items").first { $0.string("order_ref") == "quiet" }?["flags"] as? [String] == ["unsettled"])
         try await Task.sleep(for: .seconds(1.5))
-        #expect(try await times(harness, "ipay88", "quiet").count == 4, "given up: not asked again")
+        #expect(try await times(harness, "ipay88", "quiet").count == asked.count, "given up: not asked again")
 
         // The settled order was asked once; nothing after its final state.
         #expect(try harness.daemon.orderState("settles", provider: "juspay") == "paid")
@@ -415,23 +417,28 @@ struct ReconcileScheduleTests {
     @Test("receiving keeps answering promptly while 100 inquiries are stuck at a provider")
     func receivingWhileStuck() async throws {
         let harness = try await ReconcileHarness.start(
-            reconcile: ReconcileHarness.reconcileYAML(schedule: "[1s, 1h]", giveUpAfter: "1d", maxInFlight: 100, timeout: 30))
+            reconcile: ReconcileHarness.reconcileYAML(schedule: "[1s, 1h]", giveUpAfter: "1d", maxInFlight: 100, perMinute: 60_000, timeout: 120))
         for index in 0..<100 {
-            try await harness.double.script("ipay88", order: "stuck-\(index)", json: [#"{"delay": 20}"#])
+            try await harness.double.script("ipay88", order: "stuck-\(index)", json: [#"{"delay": 100}"#])
             try await harness.expect("ipay88", "stuck-\(index)")
         }
-        let deadline = Date().addingTimeInterval(15)
+        let deadline = Date().addingTimeInterval(60)
         while try await harness.double.inFlight() < 100, Date() < deadline { try await Task.sleep(for: .milliseconds(200)) }
         #expect(try await harness.double.inFlight() == 100)
-        var slowest = 0.0
+        // Every notification is acknowledged while the inquiries wait; how fast is make bench's
+        // figure, here only that they are not held behind the inquiries (a held one would wait
+        // out the 100 s stall).
+        var latencies: [Double] = []
         for index in 0..<200 {
             let started = Date()
             let body = UnlimintRequests.body(order: "fast-\(index)", id: "F-\(index)", status: "COMPLETED")
             let answer = try await harness.daemon.post("/ipn/unlimint", body: body, headers: UnlimintRequests.headers(for: body))
             #expect(answer.status == 200)
-            slowest = max(slowest, Date().timeIntervalSince(started))
+            latencies.append(Date().timeIntervalSince(started))
         }
-        #expect(slowest < 1.0, "the slowest acknowledgement took \(slowest) s")
+        latencies.sort()
+        #expect(latencies[latencies.count / 2] < 0.5 && latencies.last ?? 0 < 10, "median \(latencies[latencies.count / 2]) s, slowest \(latencies.last ?? 0) s")
+        #expect(try harness.daemon.count("SELECT COUNT(*) FROM orders WHERE order_ref LIKE 'fast-%' AND state = 'paid'") == 200)
         #expect(try await harness.double.inFlight() >= 90, "the inquiries were still stuck")
         try await harness.stop()
     }
@@ -446,7 +453,7 @@ struct ReconcileScheduleTests {
             store: {path: \(directory.appendingPathComponent("ipnd.sqlite").path)}
             ops: {host: 127.0.0.1, port: 0, tokens_sha256: [\(Hex.encode(Crypto.digest(.sha256, Array(TestDaemon.opsToken.utf8))))]}
             \(try ReconcileHarness.providersYAML(double: double, directory: directory))
-            \(ReconcileHarness.reconcileYAML(schedule: "[1s, 1h]", giveUpAfter: "1d", timeout: 1))
+            \(ReconcileHarness.reconcileYAML(schedule: "[1s, 1h]", giveUpAfter: "1d", timeout: 5))
             """
         let configPath = directory.appendingPathComponent("ipnd.yaml").path
         try Data(yaml.utf8).write(to: URL(fileURLWithPath: configPath))
@@ -458,16 +465,21 @@ struct ReconcileScheduleTests {
         let expect = try await ipnd(["orders", "expect", "unlimint", "killed", "--amount", "12.34", "--currency", "USD", "--config", configPath])
         #expect(expect.status == 0, "\(expect.stderr)")
         try await double.wait("unlimint", order: "killed", timeout: 10) { $0.count >= 1 }
+        // Killed while the double holds the inquiry (it stalls 30 s; ipnd would wait 5).
         first.signal(SIGKILL)
         _ = await first.waitForExit(timeout: 10)
         let killedAt = Date()
+        let storePath = directory.appendingPathComponent("ipnd.sqlite").path
+        #expect(try await ipnd(["inquiries", "list", "--format", "json", "--config", configPath]).stdout.isEmpty,
+                "the inquiry was not recorded before the kill")
         let second = try DaemonProcess(configPath: configPath)
         _ = try await second.waitUntilListening()
-        let asked = try await double.wait("unlimint", order: "killed", timeout: 20) { $0.count >= 2 }
+        // Asked again once the claim (twice the timeout and a margin) has run out.
+        let asked = try await double.wait("unlimint", order: "killed", timeout: 40) { $0.count >= 2 }
         #expect(asked.count == 2)
         var configuration = Configuration()
         configuration.readonly = true
-        let queue = try DatabaseQueue(path: directory.appendingPathComponent("ipnd.sqlite").path, configuration: configuration)
+        let queue = try DatabaseQueue(path: storePath, configuration: configuration)
         let deadline = Date().addingTimeInterval(10)
         var state: String?
         while Date() < deadline {
@@ -476,7 +488,7 @@ struct ReconcileScheduleTests {
             try await Task.sleep(for: .milliseconds(100))
         }
         #expect(state == "paid")
-        #expect(Date().timeIntervalSince(killedAt) < 20)
+        #expect(Date().timeIntervalSince(killedAt) < 40)
         second.signal(SIGTERM)
         _ = await second.waitForExit(timeout: 20)
         double.stop()
@@ -619,6 +631,61 @@ struct ReconcileOpsTests {
         for secret in Set(secrets) where secret.count >= 8 {
             for text in shownText { #expect(!text.contains(secret), "a credential was shown: \(secret.prefix(6))...") }
         }
+        try await harness.stop()
+    }
+}
+
+/// The console's side of reconciliation over HTTP: the order page's inquiries and its "Ask the
+/// provider now" form (a POST with the session's CSRF token), and the overview's counts.
+@Suite("Reconciliation in the console")
+struct ReconcileConsoleTests {
+    @Test("the order page lists inquiries and asks the provider now; the overview counts awaiting and unsettled orders")
+    func console() async throws {
+        let harness = try await ReconcileHarness.start(
+            reconcile: ReconcileHarness.reconcileYAML(schedule: "[1h]", giveUpAfter: "2h"))
+        try await harness.expect("juspay", "JP-console")
+        try await harness.double.script("juspay", order: "JP-console", json: [#"{"status": 503, "retry_after": "1"}"#,
+                                                                            #"{"order": {"status": "CHARGED", "amount": "12.34", "currency": "INR", "id": "o", "txn_id": "t"}}"#])
+        let console = ConsoleClient(harness.daemon)
+        _ = try await console.signIn(TestDaemon.opsToken)
+        let path = "/orders/juspay/default/JP-console"
+        let page = try await console.get(path)
+        #expect(page.status == 200 && page.text.contains(#"id="ask-provider""#) && page.text.contains("No inquiries."))
+        #expect(page.text.contains(#"<time id="next-inquiry">"#), "the next step is shown")
+
+        // Without the session's CSRF token the form is refused and nothing is asked.
+        let forged = try await console.post(path + "/inquiries", [("csrf", "made-up")])
+        #expect(forged.status == 403)
+        #expect(try await harness.double.inquiries("juspay", order: "JP-console").isEmpty)
+
+        let first = try await console.post(path + "/inquiries", [("csrf", page.csrf ?? "")])
+        #expect(first.status == 303 && first.location?.hasPrefix(path + "?done=inquiry&outcome=error") == true, "\(first.location ?? "")")
+        let shown = try await console.get(first.location ?? path)
+        #expect(shown.text.contains("The provider was asked: error."))
+        #expect(shown.text.contains(#"data-outcome="error""#) && shown.text.contains("503"))
+        try await Task.sleep(for: .milliseconds(1100))
+        let second = try await console.post(path + "/inquiries", [("csrf", shown.csrf ?? "")])
+        #expect(second.location?.contains("outcome=recorded") == true)
+        let paid = try await console.get(path)
+        #expect(paid.text.contains(#"id="order-state">paid"#) && paid.text.contains(#"data-outcome="recorded""#))
+        #expect(paid.text.contains("none scheduled"))
+        #expect(try harness.daemon.column("SELECT trigger FROM inquiries ORDER BY id") == ["console", "console"])
+
+        // An account without inquiry: no button, and a POST is refused.
+        try await harness.daemon.deliverShop2(order: "S2", status: "NEW")
+        let unasked = try await console.get("/orders/unlimint/shop2/S2")
+        #expect(!unasked.text.contains(#"id="ask-provider""#) && unasked.text.contains("no inquiry section"))
+        let refused = try await console.post("/orders/unlimint/shop2/S2/inquiries", [("csrf", unasked.csrf ?? "")])
+        #expect(refused.status == 409)
+
+        // The overview: orders awaiting an inquiry (due now), and unsettled ones.
+        try await harness.expect("ipay88", "overdue")
+        try harness.daemon.execute("UPDATE orders SET inquiry_due_at = '2026-01-01T00:00:00.000Z' WHERE order_ref = 'overdue'")
+        try harness.daemon.execute("UPDATE orders SET flags = 'unsettled' WHERE order_ref = 'S2'")
+        let overview = try await console.get("/")
+        #expect(overview.text.contains(#"<td class="num" id="awaiting-inquiry">1</td>"#), "\(overview.text.components(separatedBy: "Reconciliation").last?.prefix(600) ?? "")")
+        #expect(overview.text.contains("2026-01-01T00:00:00.000Z"))
+        #expect(overview.text.contains(#"<td class="num" id="unsettled-count">1</td>"#))
         try await harness.stop()
     }
 }

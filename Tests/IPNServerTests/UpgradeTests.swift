@@ -17,10 +17,10 @@ struct UpgradeTests {
 
         let daemon = try await TestDaemon.start(storeDirectory: directory)
         let migrations = try daemon.query { db in try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations ORDER BY rowid") }
-        // The four it had, then every later one in order, through v7 (issue 33's indexes).
+        // The four it had, then every later one in order, through v8 (reconciliation).
         let versions = migrations.compactMap { Int($0.dropFirst().prefix { $0.isNumber }) }
         #expect(versions.count == migrations.count && versions == versions.sorted())
-        #expect(Array(versions.prefix(5)) == [1, 2, 3, 4, 5] && versions.last == 7)
+        #expect(Array(versions.prefix(5)) == [1, 2, 3, 4, 5] && versions.last == 8)
         #expect(versions.contains(6))
         // v6 counted the notifications already stored, hour by hour, for the console's overview.
         #expect(try daemon.count("SELECT SUM(count) FROM notification_counts") == (try daemon.count("SELECT COUNT(*) FROM notifications")))

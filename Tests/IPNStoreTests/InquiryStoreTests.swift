@@ -9,8 +9,12 @@ import Testing
 @Suite("Inquiries: the schedule, claims and the one write path")
 struct InquiryStoreTests {
     static let scope = Scope(provider: "test", account: "default")
-    /// A schedule of seconds, as the daemon's tests use: 10 s, 20 s, then every 60 s; give up after 100 s.
-    static let schedule = InquirySchedule(stepsMillis: [10_000, 20_000], giveUpAfterMillis: 100_000, repeatMillis: 60_000)
+    /// 1 h, 2 h, then every hour; give up after 10 h. Every claim is made as if hours had passed, so
+    /// nothing here depends on how fast the test runs.
+    static let hour: Int64 = 3_600_000
+    static let schedule = InquirySchedule(stepsMillis: [hour, 2 * hour], giveUpAfterMillis: 10 * hour, repeatMillis: hour)
+    /// When the claims are made: after the first step, before the give-up.
+    static let later = 3 * hour
 
     static func millis(_ text: String?) -> Int64? { text.flatMap(Timestamp.parse) }
     static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
@@ -28,7 +32,7 @@ struct InquiryStoreTests {
 
     /// Claims every order due an hour from now.
     func claimAll(_ test: StoreUnderTest, limit: Int = 100, leaseSeconds: Int64 = 30) async throws -> [DueOrder] {
-        let later = Self.now() + 3_600_000
+        let later = Self.now() + Self.later
         return try await test.store.claimDueOrders(
             scope: Self.scope, limit: limit, now: Self.text(later), leaseUntil: Self.text(later + leaseSeconds * 1000))
     }
@@ -39,7 +43,7 @@ struct InquiryStoreTests {
         CompletedInquiry(
             scope: Self.scope, orderRef: ref, askedAt: Self.text(Self.now()), trigger: trigger, url: "https://provider.test/status/\(ref)",
             durationMs: 12, httpStatus: 200, providerStatus: "STATUS", result: result,
-            claim: order.map { InquiryClaim(orderID: $0.orderID, lease: $0.lease, next: next ?? .ask(atMillis: Self.now() + 20_000, step: 1)) })
+            claim: order.map { InquiryClaim(orderID: $0.orderID, lease: $0.lease, next: next ?? .ask(atMillis: Self.now() + 2 * Self.hour, step: 1)) })
     }
 
     static let answer = InquiryAnswerBytes(headers: #"{"content-type":"application/json"}"#, body: Array(#"{"status":"PAID"}"#.utf8))
@@ -55,7 +59,7 @@ struct InquiryStoreTests {
             let detail = try #require(try await test.order(ref))
             let due = try #require(Self.millis(detail.nextInquiryAt))
             // The first step (10 s) after the change.
-            #expect(due >= before + 10_000 && due <= Self.now() + 10_000, "\(ref)")
+            #expect(due >= before + Self.hour && due <= Self.now() + Self.hour, "\(ref)")
         }
         #expect(try await test.order("D1")?.nextInquiryAt == nil)
         // Not due yet now; due an hour from now, earliest first, and then leased.
@@ -66,10 +70,10 @@ struct InquiryStoreTests {
         #expect(try await claimAll(test).isEmpty, "a leased order is not claimed twice")
         // Another account's orders are its own.
         let other = try await test.store.claimDueOrders(
-            scope: Scope(provider: "test", account: "other"), limit: 10, now: Self.text(Self.now() + 3_600_000), leaseUntil: Self.text(Self.now()))
+            scope: Scope(provider: "test", account: "other"), limit: 10, now: Self.text(Self.now() + Self.later), leaseUntil: Self.text(Self.now()))
         #expect(other.isEmpty)
         // Once the lease has passed, it is due again (a node that died mid-inquiry).
-        let afterLease = Self.now() + 3_600_000 + 31_000
+        let afterLease = Self.now() + Self.later + 31_000
         let again = try await test.store.claimDueOrders(
             scope: Self.scope, limit: 10, now: Self.text(afterLease), leaseUntil: Self.text(afterLease + 30_000))
         #expect(again.map(\.orderRef) == ["E1", "P1"])
@@ -121,7 +125,7 @@ struct InquiryStoreTests {
             notification("INQUIRY|O1|NEW", .transition(.pending), order: "O1"),
         ].enumerated() {
             let claimed = try #require(try await claimAll(test).first, "step \(index)")
-            let nextDue = Self.now() + 50_000 + Int64(index)
+            let nextDue = Self.now() + 2 * Self.hour + Int64(index)
             let record = try await test.store.recordInquiry(inquiry(
                 claimed, ref: "O1", result: .facts([fact], answer: Self.answer), next: .ask(atMillis: nextDue, step: index + 1)))
             #expect(record.outcome == .noNews && record.notificationID == nil && record.verdict == nil)
@@ -187,7 +191,7 @@ struct InquiryStoreTests {
         let order = try #require(try await test.order("O1"))
         #expect(order.order.flags.isEmpty, "not given up: the order changed")
         let due = try #require(Self.millis(order.nextInquiryAt))
-        #expect(due >= before + 10_000 && due <= Self.now() + 10_000, "the first step after the new change")
+        #expect(due >= before + Self.hour && due <= Self.now() + Self.hour, "the first step after the new change")
         try await test.close()
     }
 
@@ -195,7 +199,7 @@ struct InquiryStoreTests {
     func releaseAndBacklog(backend: Backend) async throws {
         let test = try await make(backend)
         for ref in ["A", "B", "C"] { try await expect(test, ref) }
-        let later = Self.now() + 3_600_000
+        let later = Self.now() + Self.later
         var backlog = try await test.store.inquiryBacklog(scopes: [Self.scope], now: Self.text(later))
         #expect(backlog.awaiting == 3 && backlog.oldestDueAt != nil)
         #expect(try await test.store.inquiryBacklog(scopes: [], now: Self.text(later)).awaiting == 0)
