@@ -211,12 +211,13 @@ enum PostgresSchema {
 
     /// Brings the database to this version's schema, under the migration lock; refuses one a
     /// newer ipnd migrated.
-    static func migrate(_ client: PostgresClient, logger: Logger) async throws(StoreError) {
+    /// - Parameter last: migrate no further than this migration (tests build an older store).
+    static func migrate(_ client: PostgresClient, logger: Logger, through last: String? = nil) async throws(StoreError) {
         do {
             try await client.withConnection { connection in
                 _ = try await connection.query("SELECT pg_advisory_lock(\(migrationLock))", logger: logger)
                 do {
-                    try await migrateLocked(connection, logger: logger)
+                    try await migrateLocked(connection, logger: logger, through: last)
                     _ = try await connection.query("SELECT pg_advisory_unlock(\(migrationLock))", logger: logger)
                 } catch {
                     _ = try? await connection.query("SELECT pg_advisory_unlock(\(migrationLock))", logger: logger)
@@ -228,7 +229,7 @@ enum PostgresSchema {
         }
     }
 
-    private static func migrateLocked(_ connection: PostgresConnection, logger: Logger) async throws {
+    private static func migrateLocked(_ connection: PostgresConnection, logger: Logger, through last: String?) async throws {
         _ = try await connection.query(
             "CREATE TABLE IF NOT EXISTS ipnd_migrations (identifier TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())",
             logger: logger)
@@ -242,7 +243,9 @@ enum PostgresSchema {
             throw StoreError(message: "the store was migrated by a newer ipnd (\(unknown.sorted().joined(separator: "; "))); "
                 + "run that version, or restore a backup taken before the upgrade")
         }
-        for migration in migrations where !applied.contains(migration.identifier) {
+        let wanted = last.flatMap { last in migrations.firstIndex { $0.identifier == last } }.map { migrations.prefix(through: $0) }
+            ?? migrations[...]
+        for migration in wanted where !applied.contains(migration.identifier) {
             _ = try await connection.query("BEGIN", logger: logger)
             do {
                 // One statement per query: the extended protocol takes no more.

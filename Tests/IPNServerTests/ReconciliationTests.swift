@@ -128,8 +128,13 @@ struct ReconciliationTests {
             #expect(delivered.contains { $0.order == paid.order && paidEvent($0) }, "\(paid.provider)")
         }
         // One log line per inquiry, saying what it came to.
+        // (A write PostgreSQL answered late is asked again and logged then: wait for each.)
+        _ = try await harness.daemon.waitUntil(timeout: 20) {
+            let logged = harness.daemon.logs.captured.filter { $0.contains("msg=inquiry ") }
+            return PaidCase.all.allSatisfy { paid in logged.contains { $0.contains("order_ref=\(paid.order) ") } }
+        }
         let lines = harness.daemon.logs.captured.filter { $0.contains("msg=inquiry ") }
-        #expect(lines.count >= PaidCase.all.count)
+        for paid in PaidCase.all { #expect(lines.contains { $0.contains("order_ref=\(paid.order) ") }, "\(paid.provider)") }
         for key in ["provider=", "account=", "order_ref=", "trigger=", "outcome=", "http_status=", "provider_status=", "notification_id=", "latency_ms="] {
             #expect(lines.allSatisfy { $0.contains(key) }, "\(key)")
         }
@@ -325,10 +330,15 @@ struct ReconcileScheduleTests {
         try await harness.double.wait("unlimint", order: "changes", timeout: 10) { $0.count >= 1 }
         let changed = Date().timeIntervalSince1970
         try await harness.daemon.deliver("unlimint", order: "changes", status: "NEW", amount: Money(minor: 1234, currency: "USD"))
-        let restarted = try await harness.order("unlimint", "changes")
-        let due = try #require(Timestamp.parse(restarted.string("next_inquiry_at") ?? ""))
-        #expect(Double(due) / 1000 >= changed + 0.9 && Double(due) / 1000 <= Date().timeIntervalSince1970 + 1.1, "1 s after the change")
+        // Read at once from the store: the schedule now counts from the change, from its first step.
+        let fromText = (try harness.daemon.column("SELECT inquiry_from FROM orders WHERE order_ref = 'changes'").first ?? nil) ?? ""
+        let from = try #require(Timestamp.parse(fromText))
+        #expect(Double(from) / 1000 >= changed - 0.05, "counted from the change")
         #expect(try harness.daemon.count("SELECT inquiry_step FROM orders WHERE order_ref = 'changes'") == 0)
+        let next = try await harness.double.wait("unlimint", order: "changes", timeout: 15) { $0.count >= 2 }
+        if let second = next.dropFirst().first?.object["t"] as? Double {
+            #expect(second - Double(from) / 1000 >= 0.95, "the next inquiry is the first step after the change")
+        }
 
         // The quiet order: asked at 1, 2, 3 s, then at 6 s (the last step), then flagged.
         let flagged = try await harness.daemon.waitUntil(timeout: 15) {
@@ -338,9 +348,11 @@ struct ReconcileScheduleTests {
         let asked = try await times(harness, "ipay88", "quiet").map { $0 - start }
         // At 1, 2 and 3 s, then at 6 s, the last step. A step whose moment passed while the one
         // before ran late (a busy machine) is skipped, never asked twice at once.
-        #expect((2...4).contains(asked.count), "\(asked)")
+        // (On a machine so busy the first came after 6 s, that one was also the last.)
+        #expect((1...4).contains(asked.count), "\(asked)")
         #expect((asked.first ?? 0) >= 0.95, "\(asked)")
-        #expect(zip(asked, asked.dropFirst()).allSatisfy { $1 - $0 >= 0.9 }, "one step at a time: \(asked)")
+        // Steps are skipped, never asked twice: the n-th inquiry comes no earlier than the n-th step.
+        #expect(zip(asked, [1.0, 2.0, 3.0, 6.0]).allSatisfy { $0 >= $1 - 0.05 }, "one step at a time: \(asked)")
         #expect((asked.last ?? 0) >= 5.95, "the last inquiry is at the give-up moment: \(asked)")
         let quiet = try await harness.order("ipay88", "quiet")
         #expect(quiet.isNull("next_inquiry_at") && quiet.string("state") == "expected")
@@ -678,7 +690,11 @@ struct ReconcileConsoleTests {
         let refused = try await console.post("/orders/unlimint/shop2/S2/inquiries", [("csrf", unasked.csrf ?? "")])
         #expect(refused.status == 409)
 
-        // The overview: orders awaiting an inquiry (due now), and unsettled ones.
+        // The overview: orders awaiting an inquiry (due now), and unsettled ones. iPay88 asks to
+        // be left alone for a minute first, so that the reconciler leaves the overdue order be.
+        try await harness.expect("ipay88", "hold")
+        try await harness.double.script("ipay88", order: "hold", json: [#"{"status": 429, "retry_after": "60"}"#])
+        #expect(try await harness.askNow("ipay88", "hold").object.int("http_status") == 429)
         try await harness.expect("ipay88", "overdue")
         try harness.daemon.execute("UPDATE orders SET inquiry_due_at = '2026-01-01T00:00:00.000Z' WHERE order_ref = 'overdue'")
         try harness.daemon.execute("UPDATE orders SET flags = 'unsettled' WHERE order_ref = 'S2'")
