@@ -55,3 +55,34 @@ struct UpgradeTests {
         try await again.stop()
     }
 }
+
+/// A SQLite store written by the ipnd before reconciliation (v7, `4b1af94`: a pending, a paid, an
+/// expected and an authorized order) opens, upgrades in place, and its waiting orders are asked.
+@Suite("A store written before reconciliation opens and upgrades in place (issue 37)")
+struct ReconciliationUpgradeTests {
+    @Test("v8 schedules the orders still waiting, due at once; the reconciler asks about them; the paid one is never asked")
+    func upgrade() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ipnd-v7-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try Data(Fixture.bytes("store-v7-before-reconciliation.sqlite")).write(to: directory.appendingPathComponent("ipnd.sqlite"))
+        let double = try ProviderDouble()
+        try await double.script("unlimint", order: "OLD-PENDING", json: [#"{"payments": [{"id": "P-old", "status": "COMPLETED", "amount": "12.34", "currency": "USD"}]}"#])
+        try await double.script("ipay88", order: "OLD-EXPECTED", json: [#"{"text": "00"}"#])
+        try await double.script("juspay", order: "OLD-AUTH", json: [#"{"order": {"status": "CHARGED", "amount": "10.00", "currency": "INR", "id": "o", "txn_id": "t"}}"#])
+        let harness = try await ReconcileHarness.start(
+            reconcile: ReconcileHarness.reconcileYAML(schedule: "[1s, 1h]", giveUpAfter: "30d"), double: double, storeDirectory: directory)
+        let migrations = try harness.daemon.query { db in try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations ORDER BY rowid") }
+        #expect(migrations.count == 8 && migrations.last?.hasPrefix("v8:") == true)
+        for (provider, order) in [("unlimint", "OLD-PENDING"), ("ipay88", "OLD-EXPECTED"), ("juspay", "OLD-AUTH")] {
+            #expect(try await harness.waitForState(provider, order, "paid") == "paid", "\(provider) \(order)")
+            let detail = try await harness.order(provider, order)
+            #expect(detail.objects("notifications").map { $0.string("source") }.contains("provider") || provider == "ipay88")
+            #expect(detail.objects("inquiries").count == 1)
+        }
+        #expect(try await double.inquiries("unlimint", order: "OLD-PAID").isEmpty)
+        // Every notification kept from before reads as the provider's own.
+        let notes = try await harness.daemon.apiObject("/api/v1/notifications?limit=100").objects("items")
+        #expect(notes.filter { $0.string("source") == "provider" }.count == 3 && notes.filter { $0.string("source") == "inquiry" }.count == 3)
+        try await harness.stop()
+    }
+}

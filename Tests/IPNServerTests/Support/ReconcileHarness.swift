@@ -80,14 +80,14 @@ struct ReconcileHarness {
     static func start(
         backend: Backend = .sqlite, reconcile: String = reconcileYAML(), double: ProviderDouble? = nil,
         postgresDatabase: (server: PostgresTestServer, database: String)? = nil, tokenTTLSeconds: Int = 300,
-        extraYAML: String = ""
+        extraYAML: String = "", storeDirectory: URL? = nil
     ) async throws -> ReconcileHarness {
         let double = try double ?? ProviderDouble(tokenTTLSeconds: tokenTTLSeconds)
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ipnd-reconcile-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let daemon = try await TestDaemon.start(
             backend: backend, providersYAML: try providersYAML(double: double, directory: directory),
-            extraYAML: reconcile + "\n" + extraYAML, postgresDatabase: postgresDatabase)
+            storeDirectory: storeDirectory, extraYAML: reconcile + "\n" + extraYAML, postgresDatabase: postgresDatabase)
         return ReconcileHarness(double: double, daemon: daemon)
     }
 
