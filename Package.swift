@@ -182,6 +182,7 @@ let package = Package(
             dependencies: [
                 "IPNCore", "IPNConfig", "IPNStore", "IPNStoreSQLite",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

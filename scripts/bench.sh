@@ -19,11 +19,14 @@
 # under 3 % of the CPU, and the summary flags any pass that lost more than 5 % anyway.
 #
 # Then the delivery passes (scripts/bench-deliveries.sh): the unique pass again with one delivery
-# target, and a backlog drained once its target comes back.
+# target, and a backlog drained once its target comes back; then reconciliation's
+# (scripts/bench-reconcile.sh): finding due orders among 1,000,000, and the unique pass with
+# reconciliation off and on, asking 100 inquiries/s of a provider that answers in 200 ms.
 #
 # Knobs (environment): COUNT=500000 DURATION=10 CONNECTIONS=64 THREADS=2 PORT=18180 MAX_BATCH=256
 #                      LOG_LEVEL=info QUIET_WAIT=120 (0: do not wait) KEEP=1 (keep the work directory)
 #                      DELIVERIES=0 (skip the delivery passes) BACKLOG_EVENTS=100000 (the drained backlog)
+#                      RECONCILE=0 (skip the reconciliation passes) RECONCILE_ROUNDS=2 RECONCILE_COUNT=200000
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/proc-ticks.sh
@@ -167,6 +170,12 @@ fi
 if [ "${DELIVERIES:-1}" != 0 ]; then
     # shellcheck source=scripts/bench-deliveries.sh
     . scripts/bench-deliveries.sh
+fi
+
+# Reconciliation (issue 37): finding due orders, and receiving while asking; RECONCILE=0 skips it.
+if [ "${RECONCILE:-1}" != 0 ]; then
+    # shellcheck source=scripts/bench-reconcile.sh
+    . scripts/bench-reconcile.sh
 fi
 
 # The ops console's pages on 1,000,000 notifications and 200,000 orders (issue 32); CONSOLE=0 skips it.
