@@ -79,8 +79,6 @@ cat <<EOF
 due orders           $(field claim_p50_ms "$DUE_RESULT") / $(field claim_p99_ms "$DUE_RESULT") ms p50 / p99 to claim a batch of 64 (read, lease, commit); the index read alone $(field due_read_p50_ms "$DUE_RESULT") / $(field due_read_p99_ms "$DUE_RESULT") ms
 unique, reconcile off ${OFF_RPS[*]} /s (mean $OFF_MEAN)
 unique, reconcile on  ${ON_RPS[*]} /s (mean $ON_MEAN), asking ${ASKED_RATES[*]} inquiries/s
-unique, reconcile off ${OFF_RPS[*]} /s (mean $OFF_MEAN)
-unique, reconcile on  ${ON_RPS[*]} /s (mean $ON_MEAN), asking ${ASKED_RATES[*]} inquiries/s
 EOF
 target() { printf '%-20s %-48s %-7s %s\n' "$1" "$2" "$(awk "BEGIN { print ($3) ? \"met\" : \"missed\" }")" "$4"; }
 target "reconciliation" "finding a batch of due orders < 10 ms (p99)" "$(field claim_p99_ms "$DUE_RESULT") < 10" "$(field claim_p99_ms "$DUE_RESULT") ms (claim p99)"
