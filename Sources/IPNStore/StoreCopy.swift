@@ -45,14 +45,19 @@ public enum StoreCopySchema {
             ("id", .int), ("provider", .text), ("account", .text), ("order_ref", .text), ("provider_txn_id", .text),
             ("state", .text), ("amount_minor", .int), ("currency", .text), ("refunded_minor", .int),
             ("expected_amount_minor", .int), ("expected_currency", .text), ("flags", .text), ("created_at", .text),
-            ("updated_at", .text),
+            ("updated_at", .text), ("inquiry_from", .text), ("inquiry_step", .int), ("inquiry_due_at", .text),
         ], key: ["id"]),
         CopyTable(name: "notifications", columns: [
             ("id", .int), ("provider", .text), ("account", .text), ("received_at", .text), ("client_ip", .text), ("method", .text),
             ("target", .text), ("headers", .text), ("body", .bytes), ("verdict", .text), ("reason", .text), ("reason_detail", .text),
             ("kind", .text), ("provider_status", .text), ("dedup_key", .text), ("order_ref", .text), ("order_id", .int),
             ("provider_txn_id", .text), ("link_key", .text), ("amount_minor", .int), ("currency", .text), ("detail", .text),
-            ("pending_effect", .text), ("reverified_from", .int),
+            ("pending_effect", .text), ("reverified_from", .int), ("inquiry_id", .int),
+        ], key: ["id"]),
+        CopyTable(name: "inquiries", columns: [
+            ("id", .int), ("provider", .text), ("account", .text), ("order_ref", .text), ("order_id", .int), ("asked_at", .text),
+            ("trigger", .text), ("outcome", .text), ("http_status", .int), ("provider_status", .text), ("notification_id", .int),
+            ("verdict", .text), ("error", .text), ("duration_ms", .int), ("url", .text),
         ], key: ["id"]),
         CopyTable(name: "transitions", columns: [
             ("id", .int), ("order_id", .int), ("from_state", .text), ("to_state", .text), ("at", .text), ("notification_id", .int),

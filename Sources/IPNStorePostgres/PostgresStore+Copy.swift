@@ -75,6 +75,7 @@ extension PostgresStore: StoreCopying {
         for (sequence, table, column) in [
             ("orders_id_seq", "orders", "id"), ("notifications_id_seq", "notifications", "id"), ("events_seq", "events", "seq"),
             ("transitions_id_seq", "transitions", "id"), ("deliveries_id_seq", "deliveries", "id"),
+            ("inquiries_id_seq", "inquiries", "id"),
         ] {
             try await execute(
                 SQL("SELECT setval('\(sequence)', coalesce((SELECT max(\(column)) FROM \(table)), 0) + 1, false)"),

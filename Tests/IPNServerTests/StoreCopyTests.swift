@@ -7,7 +7,7 @@ import Testing
 @Suite("ipnd store copy: SQLite to PostgreSQL and back (issue 31)", .enabled(if: PostgresTestServer.fromEnvironment() != nil))
 struct StoreCopyTests {
     /// A config file beside `directory` naming `storeYAML` (the lines under `store:`).
-    private func writeConfig(_ directory: URL, name: String, storeYAML: String) throws -> String {
+    private func writeConfig(_ directory: URL, name: String, storeYAML: String, providersYAML: String = TestDaemon.defaultProvidersYAML()) throws -> String {
         let path = directory.appendingPathComponent(name).path
         let yaml = """
             server:
@@ -18,7 +18,7 @@ struct StoreCopyTests {
             ops:
               host: 127.0.0.1
               port: 0
-            \(TestDaemon.defaultProvidersYAML())
+            \(providersYAML)
             deliveries:
               - name: app
                 url: http://127.0.0.1:9/hooks
@@ -31,7 +31,7 @@ struct StoreCopyTests {
 
     private func listings(_ config: String) async throws -> [String] {
         var outputs: [String] = []
-        for command in [["orders", "list"], ["notifications", "list"], ["events", "list"], ["deliveries", "list"]] {
+        for command in [["orders", "list"], ["notifications", "list"], ["events", "list"], ["deliveries", "list"], ["inquiries", "list"]] {
             let result = try await ipnd(command + ["--config", config, "--format", "json", "--limit", "1000"])
             #expect(result.status == 0, "\(command): \(result.stderr)")
             outputs.append(result.stdout)
@@ -48,8 +48,17 @@ struct StoreCopyTests {
     @Test("orders, notifications, events and deliveries list the same JSON in the SQLite original, its PostgreSQL copy and the SQLite copy of that; a daemon goes on from the copy")
     func roundTrip() async throws {
         let secret = WebhookReceiver.newSecret()
-        let daemon = try await TestDaemon.start(extraYAML: deliveriesYAML(url: "http://127.0.0.1:9/hooks", secrets: [secret]))
+        // Unlimint's account is asked (an inquiry is part of the store copied).
+        let double = try ProviderDouble()
+        let keys = FileManager.default.temporaryDirectory.appendingPathComponent("ipnd-copy-keys-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: keys, withIntermediateDirectories: true)
+        let providers = try ReconcileHarness.providersYAML(double: double, directory: keys)
+        let daemon = try await TestDaemon.start(
+            providersYAML: providers,
+            extraYAML: deliveriesYAML(url: "http://127.0.0.1:9/hooks", secrets: [secret]) + "\n" + ReconcileHarness.reconcileYAML(schedule: "[1h]"))
         try await daemon.deliver("unlimint", order: "CP-1", status: "NEW", uid: "cp1a")
+        let asked = try await daemon.send(.POST, ops: "/api/v1/orders/unlimint/CP-1/inquiries", body: "")
+        #expect(asked.status == 200 && asked.text.contains(#""outcome":"not_found""#), "\(asked.text)")
         try await daemon.deliver("unlimint", order: "CP-1", status: "COMPLETED", uid: "cp1b")
         try await daemon.deliver("unlimint", order: "CP-1", status: "COMPLETED", uid: "cp1b")  // duplicate
         try await daemon.deliver("citcon", order: "CP-2", status: "success")
@@ -64,6 +73,7 @@ struct StoreCopyTests {
         let payment = try daemon.simulated("alipay", order: "CP-ALI", status: "S", amount: Money(minor: 4200, currency: "SGD"), uid: "PAY-CP")
         #expect(try await daemon.post(payment).status == 200)
         try await daemon.stop()
+        double.stop()
 
         let directory = daemon.directory
         let original = daemon.configPath
@@ -75,8 +85,9 @@ struct StoreCopyTests {
                 database: \(database)
                 user: \(server.user)
                 tls: disable
-            """)
-        let back = try writeConfig(directory, name: "back.yaml", storeYAML: "  path: \(directory.appendingPathComponent("back.sqlite").path)")
+            """, providersYAML: providers)
+        let back = try writeConfig(
+            directory, name: "back.yaml", storeYAML: "  path: \(directory.appendingPathComponent("back.sqlite").path)", providersYAML: providers)
 
         let before = try await listings(original)
         let toPostgres = try await ipnd(["store", "copy", "--config", original, "--to", postgres], timeout: 60)
