@@ -35,6 +35,16 @@ enum InquiryQueries {
         }.sorted { ($0.schedule.dueAt ?? "", $0.orderID) < ($1.schedule.dueAt ?? "", $1.orderID) }
     }
 
+    /// Whether any order of `scope` is due at `now` (one index entry read).
+    static func anyDue(_ db: Database, scope: Scope, now: String) throws -> Bool {
+        try Bool.fetchOne(
+            db.cachedStatement(sql: """
+                SELECT EXISTS (SELECT 1 FROM orders INDEXED BY orders_inquiry_due
+                               WHERE provider = ? AND account = ? AND inquiry_due_at IS NOT NULL AND inquiry_due_at <= ?)
+                """),
+            arguments: [scope.provider, scope.account, now]) ?? false
+    }
+
     static func release(_ db: Database, _ claims: [InquiryClaim], now: String) throws {
         let statement = try db.cachedStatement(sql: "UPDATE orders SET inquiry_due_at = ? WHERE id = ? AND inquiry_due_at = ?")
         for claim in claims { try statement.execute(arguments: [now, claim.orderID, claim.lease]) }

@@ -173,6 +173,9 @@ public final class SQLiteStore: Store {
 
     public func claimDueOrders(scope: Scope, limit: Int, now: String, leaseUntil: String) async throws(StoreError) -> [DueOrder] {
         guard limit > 0 else { return [] }
+        // Looked for on a reader first: a poll that finds nothing due takes no turn of the
+        // writer, which the providers' notifications queue for.
+        guard try await database.read({ db in try InquiryQueries.anyDue(db, scope: scope, now: now) }) else { return [] }
         return try await writer.submit { tx in
             try InquiryQueries.claim(tx.db, scope: scope, limit: limit, now: now, leaseUntil: leaseUntil)
         }
