@@ -40,7 +40,6 @@ struct BenchProvider: AsyncParsableCommand {
 
 final class SlowProviderHandler: ChannelInboundHandler, @unchecked Sendable {
     typealias InboundIn = HTTPServerRequestPart
-    typealias OutboundOut = HTTPServerResponsePart
 
     private let tally: Tally
     private let delay: TimeAmount
@@ -61,26 +60,14 @@ final class SlowProviderHandler: ChannelInboundHandler, @unchecked Sendable {
             guard let head else { return }
             self.head = nil
             if head.method == .GET {
-                answer(context, head, .ok, tally.text)
+                ReceiverHandler.answer(context, version: head.version, .ok, tally.text)
                 return
             }
             tally.count(nil)
-            let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
             context.eventLoop.scheduleTask(in: delay) {
-                let (handler, context) = loopBound.value
-                handler.answer(context, head, .ok, "Record not found")
+                ReceiverHandler.answer(loopBound.value, version: head.version, .ok, "Record not found", contentType: "text/html")
             }
         }
-    }
-
-    private func answer(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ status: HTTPResponseStatus, _ text: String) {
-        var body = ByteBuffer()
-        body.writeString(text)
-        var headers = HTTPHeaders()
-        headers.add(name: "Content-Type", value: "text/html")
-        headers.add(name: "Content-Length", value: String(body.readableBytes))
-        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))), promise: nil)
-        context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
-        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
     }
 }

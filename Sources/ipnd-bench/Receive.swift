@@ -68,19 +68,26 @@ final class ReceiverHandler: ChannelInboundHandler, @unchecked Sendable {
         case .end:
             guard let head else { return }
             self.head = nil
-            var body = ByteBuffer()
-            var status = HTTPResponseStatus.noContent
             if head.method == .GET {
-                body.writeString(tally.text)
-                status = .ok
+                Self.answer(context, version: head.version, .ok, tally.text)
             } else {
                 tally.count(head.headers.first(name: "webhook-id"))
+                Self.answer(context, version: head.version, .noContent, "")
             }
-            var headers = HTTPHeaders()
-            headers.add(name: "Content-Length", value: String(body.readableBytes))
-            context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))), promise: nil)
-            if body.readableBytes > 0 { context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil) }
-            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
         }
+    }
+
+    /// Writes a whole answer: head, body (when there is one), end.
+    static func answer(
+        _ context: ChannelHandlerContext, version: HTTPVersion, _ status: HTTPResponseStatus, _ text: String, contentType: String? = nil
+    ) {
+        var body = ByteBuffer()
+        body.writeString(text)
+        var headers = HTTPHeaders()
+        if let contentType { headers.add(name: "Content-Type", value: contentType) }
+        headers.add(name: "Content-Length", value: String(body.readableBytes))
+        context.write(NIOAny(HTTPServerResponsePart.head(HTTPResponseHead(version: version, status: status, headers: headers))), promise: nil)
+        if body.readableBytes > 0 { context.write(NIOAny(HTTPServerResponsePart.body(.byteBuffer(body))), promise: nil) }
+        context.writeAndFlush(NIOAny(HTTPServerResponsePart.end(nil)), promise: nil)
     }
 }

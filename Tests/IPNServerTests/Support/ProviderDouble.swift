@@ -55,28 +55,8 @@ final class ProviderDouble: @unchecked Sendable {
         ]
         let configPath = directory.appendingPathComponent("double.json")
         try JSONSerialization.data(withJSONObject: config).write(to: configPath)
-        let process = ChildProcess()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", repositoryRoot.appendingPathComponent("tools/provider_double.py").path,
-                             "--port", "0", "--config", configPath.path]
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.standardError
-        try process.run()
-        self.process = process
-        var line: [UInt8] = []
-        let reader = out.fileHandleForReading
-        while true {
-            let byte = reader.readData(ofLength: 1)
-            guard let first = byte.first else { throw DoubleError(message: "the provider double exited before listening (is cryptography installed?)") }
-            if first == UInt8(ascii: "\n") { break }
-            line.append(first)
-        }
-        let text = String(decoding: line, as: UTF8.self)
-        guard text.hasPrefix("listening "), let chosen = Int(text.dropFirst("listening ".count)) else {
-            throw DoubleError(message: "unexpected first line from the provider double: \(text)")
-        }
-        port = chosen
+        (process, port) = try PythonTool.start(
+            "provider_double.py", ["--port", "0", "--config", configPath.path], missing: "cryptography")
     }
 
     var base: String { "http://127.0.0.1:\(port)" }

@@ -59,30 +59,11 @@ final class WebhookReceiver: @unchecked Sendable {
         self.logPath = logPath ?? directory.appendingPathComponent("requests.jsonl").path
         controlPath = directory.appendingPathComponent("mode").path
         self.secrets = secrets
-        let process = ChildProcess()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", repositoryRoot.appendingPathComponent("tools/webhook_receiver.py").path,
-                             "--port", String(port), "--mode", mode, "--log", self.logPath, "--control", controlPath]
-            + secrets.flatMap { ["--secret", $0] } + arguments + (keepBodies ? ["--keep-bodies"] : [])
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.standardError
-        try process.run()
-        self.process = process
-        // The first line says which port it listens on.
-        var line: [UInt8] = []
-        let reader = out.fileHandleForReading
-        while true {
-            let byte = reader.readData(ofLength: 1)
-            guard let first = byte.first else { throw ReceiverError(message: "the receiver exited before listening (is standardwebhooks installed?)") }
-            if first == UInt8(ascii: "\n") { break }
-            line.append(first)
-        }
-        let text = String(decoding: line, as: UTF8.self)
-        guard text.hasPrefix("listening "), let chosen = Int(text.dropFirst("listening ".count)) else {
-            throw ReceiverError(message: "unexpected first line from the receiver: \(text)")
-        }
-        self.port = chosen
+        (self.process, self.port) = try PythonTool.start(
+            "webhook_receiver.py",
+            ["--port", String(port), "--mode", mode, "--log", self.logPath, "--control", controlPath]
+                + secrets.flatMap { ["--secret", $0] } + arguments + (keepBodies ? ["--keep-bodies"] : []),
+            missing: "standardwebhooks")
     }
 
     var url: String { "http://127.0.0.1:\(port)/hooks/ipnd" }
