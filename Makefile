@@ -43,6 +43,8 @@ check-config: build
 # one (Debian's postgresql, a fresh cluster in /tmp/ipndpg.XXXXXX on a unix socket and on
 # 127.0.0.1 with TLS), hands its IPND_TEST_PG_* variables to the tests, and stops and removes
 # it afterwards, whether they passed or not.
+# tools/provider_double_selftest.py first checks the provider double the reconciliation tests ask
+# (its own independent clients against each protocol of inquiries.md, a few seconds).
 # chromium and chromium-driver: the console's browser test (tools/console_browser_test.py,
 # Selenium) drives Debian's headless Chromium; its screenshots need a font.
 TEST_PACKAGES := systemd postgresql chromium chromium-driver fonts-dejavu-core
@@ -53,6 +55,7 @@ test: deps
 	@scripts/install-system-packages.sh $(TEST_PACKAGES)
 	@scripts/install-python-packages.sh
 	chmod 600 config/ipnd.dev.yaml
+	python3 tools/provider_double_selftest.py
 	$(SWIFT) build --build-tests
 	rm -rf "$(IPND_TEST_ARTIFACTS)/console"
 	IPND_TEST_ARTIFACTS="$(IPND_TEST_ARTIFACTS)" SWIFT=$(SWIFT) \
