@@ -10,6 +10,9 @@ public struct IPay88: NotificationProvider {
         AccountKey("signature", .string, required: false),
     ]
     public static let simulationDefaults = SimulationDefaults(paidStatus: "1", currency: "USD")
+    /// The `Status` values `IPay88Post.notification()` maps (at the end of this file): 1 paid,
+    /// 0 failed, 6 pending.
+    public static let knownStatuses = ["1", "0", "6"]
     public static let acknowledgement = ProviderAnswer.text(200, "RECEIVEOK")
 
     /// How the signature string is hashed.
@@ -291,6 +294,7 @@ struct IPay88Post {
                     + "its digits are what the signature covers"
             )
         }
+        // IPay88.knownStatuses lists these words: keep the two together.
         let effect: NotificationEffect = switch signed.status {
         case "1": .transition(.paid)
         case "0": .transition(.failed)
