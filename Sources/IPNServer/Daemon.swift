@@ -8,6 +8,7 @@ import IPNStore
 import IPNStorePostgres
 import IPNStoreSQLite
 import Logging
+import NIOCore
 import ServiceLifecycle
 import UnixSignals
 
@@ -179,7 +180,10 @@ public final class Daemon: Sendable {
                 onTimeout: { metrics.requestTimedOut() }
             ),
             configuration: .init(address: .hostname(config.server.host, port: config.server.port)),
-            onServerRunning: { [self] channel in listening(provider: channel.localAddress?.port) },
+            onServerRunning: { [self] channel in
+                await reportAcceptFailures(on: channel, listener: "server", host: config.server.host, port: config.server.port)
+                listening(provider: channel.localAddress?.port)
+            },
             logger: logger
         )
         if config.ops.tokenDigests.isEmpty {
@@ -201,7 +205,10 @@ public final class Daemon: Sendable {
                 onTimeout: {}
             ),
             configuration: .init(address: .hostname(config.ops.host, port: config.ops.port)),
-            onServerRunning: { [self] channel in listening(ops: channel.localAddress?.port) },
+            onServerRunning: { [self] channel in
+                await reportAcceptFailures(on: channel, listener: "ops", host: config.ops.host, port: config.ops.port)
+                listening(ops: channel.localAddress?.port)
+            },
             logger: logger
         )
         state.withLock {
@@ -300,6 +307,14 @@ public final class Daemon: Sendable {
         } onCancel: {
             state.withLock { $0.waiters.removeValue(forKey: id) }?.resume(returning: nil)
         }
+    }
+
+    /// Counts and logs the listener's failed accepts (out of descriptors), before it is reported
+    /// bound: from then on a connection it cannot take is never silent.
+    private func reportAcceptFailures(on channel: any Channel, listener: String, host: String, port: Int) async {
+        let address = "\(host):\(channel.localAddress?.port ?? port)"
+        await AcceptFailureHandler.install(
+            on: channel, listener: listener, address: address, logger: logger, failures: metrics.acceptFailures(listener: listener))
     }
 
     private func listening(provider: Int? = nil, ops: Int? = nil) {

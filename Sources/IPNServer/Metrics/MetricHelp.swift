@@ -37,6 +37,8 @@ enum MetricHelp {
         "ipnd_delivery_oldest_pending_seconds": "Age of the oldest event still to be delivered, by target, in seconds.",
         "ipnd_delivery_duration_seconds": "Delivery requests from sending to answer, by target, in seconds.",
         // The daemon
+        "ipnd_accept_failures_total":
+            "Connections a listener could not accept (out of file descriptors: RLIMIT_NOFILE, LimitNOFILE= in the unit; or kernel memory), by listener (server, ops); retried every second.",
         "ipnd_config_reload_failures_total": "Config reloads (SIGHUP) refused because the new config failed validation; the running one was kept.",
         "ipnd_build_info": "The running ipnd build, by version; always 1.",
     ]

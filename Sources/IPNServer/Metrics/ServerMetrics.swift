@@ -29,6 +29,8 @@ public struct ServerMetrics: Sendable {
     let checkpointFailures: Counter
     private let timeouts: Counter
     private let reloadFailures: Counter
+    /// `ipnd_accept_failures_total` by listener (`server`, `ops`): there from the start, at 0.
+    private let acceptFailuresByListener: [String: Counter]
     private let factory: any MetricsFactory
     /// `ipnd_rejected_unstored_total` by provider and reason, made when first counted (most
     /// pairs never are).
@@ -66,6 +68,9 @@ public struct ServerMetrics: Sendable {
         checkpointFailures = Counter(label: "ipnd_store_checkpoint_failures_total", factory: factory)
         timeouts = Counter(label: "ipnd_request_timeouts_total", factory: factory)
         reloadFailures = Counter(label: "ipnd_config_reload_failures_total", factory: factory)
+        acceptFailuresByListener = Dictionary(uniqueKeysWithValues: Self.listeners.map { listener in
+            (listener, Counter(label: "ipnd_accept_failures_total", dimensions: [("listener", listener)], factory: factory))
+        })
         self.factory = factory
     }
 
@@ -74,7 +79,16 @@ public struct ServerMetrics: Sendable {
                 factory: factory)
     }
 
+    /// The listeners, by their config section.
+    static let listeners = ["server", "ops"]
+
     func requestTimedOut() { timeouts.increment() }
+
+    /// The counter of the `listener`'s failed accepts (`AcceptFailureHandler` increments it).
+    func acceptFailures(listener: String) -> Counter {
+        acceptFailuresByListener[listener]
+            ?? Counter(label: "ipnd_accept_failures_total", dimensions: [("listener", listener)], factory: factory)
+    }
 
     func configReloadFailed() { reloadFailures.increment() }
 
