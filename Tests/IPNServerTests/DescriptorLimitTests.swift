@@ -43,8 +43,10 @@ struct DescriptorLimitTests {
         let metrics = await RawHTTP.exchange(port: ports.ops, Array("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8))
         #expect(metrics.status == 200)
         #expect(metrics.text.contains("# HELP ipnd_accept_failures_total "))
+        // About one a second while the connections were held (4 s or so): the listener paused
+        // between attempts instead of calling accept(2) again at once, hundreds of thousands of times.
         let server = Self.sample(metrics.text, #"ipnd_accept_failures_total{listener="server"}"#)
-        #expect((server ?? 0) >= 2, "\(String(describing: server))")
+        #expect((2...30).contains(server ?? 0), "\(String(describing: server))")
         #expect(Self.sample(metrics.text, #"ipnd_accept_failures_total{listener="ops"}"#) == 0)
 
         daemon.signal(SIGTERM)
