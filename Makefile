@@ -6,7 +6,7 @@ CONFIG ?= config/ipnd.dev.yaml
 # drive the tests' independent clients and the crash test.
 SYSTEM_PACKAGES := libssl-dev libsqlite3-dev pkg-config sqlite3 python3 openssl
 
-.PHONY: all deps build release run test pg-start pg-stop check-config bench bench-console profile clean fuzz fuzz-replay crash-test test-sanitizers
+.PHONY: all deps build release deb run test pg-start pg-stop check-config bench bench-console profile clean fuzz fuzz-replay crash-test test-sanitizers
 
 all: build
 
@@ -22,6 +22,16 @@ build: deps
 # holds the flags make bench and make profile build with too.
 release: deps
 	scripts/build-release.sh ipnd
+
+# The Debian package (deploy/README.md): the release build packed by scripts/build-deb.sh as
+# ipnd_<version>_<arch>.deb in this directory, the version being `ipnd --version`'s, and checked
+# by lintian. dpkg-dev brings dpkg-shlibdeps (Depends, from what the binary links), binutils
+# strip; man-db renders the man page.
+DEB_PACKAGES := dpkg-dev lintian binutils man-db
+
+deb: deps
+	@scripts/install-system-packages.sh $(DEB_PACKAGES)
+	bin=$$(scripts/build-release.sh ipnd) && scripts/build-deb.sh "$$bin/ipnd" .
 
 # Git keeps no permission bits but the executable one: the dev config holds (fake) secrets
 # inline, and ipnd refuses secrets that others (the world) can read; a checkout's 0644 would be
@@ -96,7 +106,7 @@ fuzz-replay: deps
 	scripts/fuzz.sh replay
 
 clean:
-	rm -rf .build .build-fuzz .build-tsan .build-asan var
+	rm -rf .build .build-fuzz .build-tsan .build-asan var ipnd_*.deb
 
 # The load benchmark (issue 6): release build, 500k signed notifications, wrk, figures printed;
 # then the console's pages on a seeded store (CONSOLE=0 skips that pass).
