@@ -26,7 +26,7 @@ release: deps
 # The Debian package (deploy/README.md): the release build packed by scripts/build-deb.sh as
 # ipnd_<version>_<arch>.deb in this directory, the version being `ipnd --version`'s, and checked
 # by lintian. dpkg-dev brings dpkg-shlibdeps (Depends, from what the binary links), binutils
-# strip; man-db renders the man page.
+# strip; man-db renders the man page for make test's checks.
 DEB_PACKAGES := dpkg-dev lintian binutils man-db
 
 deb: deps
@@ -45,6 +45,9 @@ check-config: build
 	chmod 600 $(CONFIG)
 	.build/debug/ipnd check-config --config $(CONFIG)
 
+# Before the suite, scripts/test-deb.sh builds the Debian package as make deb does, from the
+# debug build linked with the Swift runtime (a release build would add 10+ minutes), checks it
+# with dpkg-deb and lintian, and installs, upgrades, removes and purges it in a throwaway root.
 # The tests also run `systemd-analyze verify` on deploy/ipnd.service. scripts/swift-test.sh
 # repeats what failed at the end of the output, where CI's tail of the log shows it. The
 # console's browser test leaves its screenshots (every page at 1280 and 360 px) in
@@ -60,10 +63,11 @@ TEST_PACKAGES := systemd postgresql chromium chromium-driver fonts-dejavu-core
 IPND_TEST_ARTIFACTS ?= $(CURDIR)/.build/test-artifacts
 
 test: deps
-	@scripts/install-system-packages.sh $(TEST_PACKAGES)
+	@scripts/install-system-packages.sh $(TEST_PACKAGES) $(DEB_PACKAGES)
 	@scripts/install-python-packages.sh
 	chmod 600 config/ipnd.dev.yaml
 	$(SWIFT) build --build-tests
+	scripts/test-deb.sh
 	rm -rf "$(IPND_TEST_ARTIFACTS)/console"
 	IPND_TEST_ARTIFACTS="$(IPND_TEST_ARTIFACTS)" SWIFT=$(SWIFT) \
 		scripts/pg-test-server.sh run scripts/with-tmpdir.sh scripts/swift-test.sh --skip-build
