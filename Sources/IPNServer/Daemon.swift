@@ -1,3 +1,4 @@
+import CoreMetrics
 import Foundation
 import Hummingbird
 import IPNConfig
@@ -172,6 +173,7 @@ public final class Daemon: Sendable {
             store: store, retention: config.store.retention, logger: logger,
             schedule: RetentionService.Schedule(interval: housekeeping.retentionInterval), now: housekeeping.now)
         let metrics = metrics
+        let connectionLimits = Self.connectionLimits(factory: metricsRegistry.factory)
         let providerApp = Application(
             router: Routes.providerRouter(endpoint: endpoint, health: health),
             server: .http1(
@@ -181,7 +183,7 @@ public final class Daemon: Sendable {
             ),
             configuration: .init(address: .hostname(config.server.host, port: config.server.port)),
             onServerRunning: { [self] channel in
-                await reportAcceptFailures(on: channel, listener: "server", host: config.server.host, port: config.server.port)
+                await guardListener(channel, "server", limit: connectionLimits.server, host: config.server.host, port: config.server.port)
                 listening(provider: channel.localAddress?.port)
             },
             logger: logger
@@ -206,7 +208,7 @@ public final class Daemon: Sendable {
             ),
             configuration: .init(address: .hostname(config.ops.host, port: config.ops.port)),
             onServerRunning: { [self] channel in
-                await reportAcceptFailures(on: channel, listener: "ops", host: config.ops.host, port: config.ops.port)
+                await guardListener(channel, "ops", limit: connectionLimits.ops, host: config.ops.host, port: config.ops.port)
                 listening(ops: channel.localAddress?.port)
             },
             logger: logger
@@ -309,12 +311,23 @@ public final class Daemon: Sendable {
         }
     }
 
-    /// Counts and logs the listener's failed accepts (out of descriptors), before it is reported
-    /// bound: from then on a connection it cannot take is never silent.
-    private func reportAcceptFailures(on channel: any Channel, listener: String, host: String, port: Int) async {
-        let address = "\(host):\(channel.localAddress?.port ?? port)"
-        await AcceptFailureHandler.install(
-            on: channel, listener: listener, address: address, logger: logger, failures: metrics.acceptFailures(listener: listener))
+    /// Each listener's `ConnectionLimit`, from the process's descriptor limit as it is now.
+    private static func connectionLimits(factory: any MetricsFactory) -> (server: ConnectionLimit, ops: ConnectionLimit) {
+        let descriptors = AcceptProblem.descriptorLimit()
+        let limits = ConnectionLimit.limits(descriptors: descriptors)
+        return (
+            ConnectionLimit(limit: limits.server, descriptorLimit: descriptors, listener: "server", factory: factory),
+            ConnectionLimit(limit: limits.ops, descriptorLimit: descriptors, listener: "ops", factory: factory)
+        )
+    }
+
+    /// Keeps the listener within its connection limit and reports when it does not accept
+    /// (`ListenerGuard`), from before it is reported bound.
+    private func guardListener(_ channel: any Channel, _ listener: String, limit: ConnectionLimit, host: String, port: Int) async {
+        let reporting = ListenerGuard.Reporting(
+            listener: listener, address: "\(host):\(channel.localAddress?.port ?? port)", logger: logger,
+            pauses: metrics.acceptPauses(listener: listener), failures: metrics.acceptFailures(listener: listener))
+        await ListenerGuard.install(on: channel, limit: limit, reporting: reporting)
     }
 
     private func listening(provider: Int? = nil, ops: Int? = nil) {

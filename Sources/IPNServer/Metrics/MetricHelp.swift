@@ -37,8 +37,13 @@ enum MetricHelp {
         "ipnd_delivery_oldest_pending_seconds": "Age of the oldest event still to be delivered, by target, in seconds.",
         "ipnd_delivery_duration_seconds": "Delivery requests from sending to answer, by target, in seconds.",
         // The daemon
+        "ipnd_connections": "Connections open now, by listener (server, ops).",
+        "ipnd_connections_limit":
+            "The most connections a listener holds at once, by listener: its share of RLIMIT_NOFILE (LimitNOFILE= in the unit) less descriptors kept for the store and logs.",
+        "ipnd_accept_paused_total":
+            "Times a listener stopped accepting at its connection limit (ipnd_connections_limit), by listener; new connections wait in the listen queue meanwhile.",
         "ipnd_accept_failures_total":
-            "Connections a listener could not accept (out of file descriptors: RLIMIT_NOFILE, LimitNOFILE= in the unit; or kernel memory), by listener (server, ops); retried every second.",
+            "Connections a listener failed to accept (out of file descriptors or kernel memory), by listener; it tries again a second later.",
         "ipnd_config_reload_failures_total": "Config reloads (SIGHUP) refused because the new config failed validation; the running one was kept.",
         "ipnd_build_info": "The running ipnd build, by version; always 1.",
     ]

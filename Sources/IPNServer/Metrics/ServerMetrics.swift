@@ -29,8 +29,10 @@ public struct ServerMetrics: Sendable {
     let checkpointFailures: Counter
     private let timeouts: Counter
     private let reloadFailures: Counter
-    /// `ipnd_accept_failures_total` by listener (`server`, `ops`): there from the start, at 0.
+    /// `ipnd_accept_failures_total` and `ipnd_accept_paused_total` by listener (`server`, `ops`):
+    /// there from the start, at 0.
     private let acceptFailuresByListener: [String: Counter]
+    private let acceptPausesByListener: [String: Counter]
     private let factory: any MetricsFactory
     /// `ipnd_rejected_unstored_total` by provider and reason, made when first counted (most
     /// pairs never are).
@@ -71,6 +73,9 @@ public struct ServerMetrics: Sendable {
         acceptFailuresByListener = Dictionary(uniqueKeysWithValues: Self.listeners.map { listener in
             (listener, Counter(label: "ipnd_accept_failures_total", dimensions: [("listener", listener)], factory: factory))
         })
+        acceptPausesByListener = Dictionary(uniqueKeysWithValues: Self.listeners.map { listener in
+            (listener, Counter(label: "ipnd_accept_paused_total", dimensions: [("listener", listener)], factory: factory))
+        })
         self.factory = factory
     }
 
@@ -84,10 +89,16 @@ public struct ServerMetrics: Sendable {
 
     func requestTimedOut() { timeouts.increment() }
 
-    /// The counter of the `listener`'s failed accepts (`AcceptFailureHandler` increments it).
+    /// The counter of the `listener`'s failed accepts (`ListenerGuard` increments it).
     func acceptFailures(listener: String) -> Counter {
         acceptFailuresByListener[listener]
             ?? Counter(label: "ipnd_accept_failures_total", dimensions: [("listener", listener)], factory: factory)
+    }
+
+    /// The counter of the times the `listener` stopped accepting at its connection limit.
+    func acceptPauses(listener: String) -> Counter {
+        acceptPausesByListener[listener]
+            ?? Counter(label: "ipnd_accept_paused_total", dimensions: [("listener", listener)], factory: factory)
     }
 
     func configReloadFailed() { reloadFailures.increment() }
