@@ -326,7 +326,7 @@ public final class Daemon: Sendable {
     private func guardListener(_ channel: any Channel, _ listener: String, limit: ConnectionLimit, host: String, port: Int) async {
         let reporting = ListenerGuard.Reporting(
             listener: listener, address: "\(host):\(channel.localAddress?.port ?? port)", logger: logger,
-            pauses: metrics.acceptPauses(listener: listener), failures: metrics.acceptFailures(listener: listener))
+            counters: metrics.acceptCounters(listener: listener))
         await ListenerGuard.install(on: channel, limit: limit, reporting: reporting)
     }
 

@@ -31,10 +31,7 @@ final class ListenerGuard: ChannelInboundHandler, RemovableChannelHandler {
         /// `host:port` the listener is bound to.
         var address: String
         var logger: Logger
-        /// `ipnd_accept_paused_total{listener}`.
-        var pauses: Counter
-        /// `ipnd_accept_failures_total{listener}`.
-        var failures: Counter
+        var counters: ServerMetrics.AcceptCounters
     }
 
     private let limit: ConnectionLimit
@@ -75,7 +72,7 @@ final class ListenerGuard: ChannelInboundHandler, RemovableChannelHandler {
             }
         }
         if limit.isReached, resume == nil {
-            reporting.pauses.increment()
+            reporting.counters.pauses.increment()
             if let count = limitLog.paused(at: ContinuousClock.now) {
                 reporting.logger.error(
                     "not accepting connections: \(limit.openConnections) open, this listener's limit (\(limitDescription)); new connections wait in the listen queue",
@@ -88,7 +85,7 @@ final class ListenerGuard: ChannelInboundHandler, RemovableChannelHandler {
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         if let error = error as? IOError, let problem = AcceptProblem(errno: error.errnoCode) {
-            reporting.failures.increment()
+            reporting.counters.failures.increment()
             if let count = failureLog.paused(at: ContinuousClock.now) {
                 reporting.logger.error("accept failed: \(problem.description); new connections wait in the listen queue",
                                        metadata: metadata(["failures": "\(count)"]))

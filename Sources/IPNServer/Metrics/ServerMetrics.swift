@@ -29,10 +29,22 @@ public struct ServerMetrics: Sendable {
     let checkpointFailures: Counter
     private let timeouts: Counter
     private let reloadFailures: Counter
-    /// `ipnd_accept_failures_total` and `ipnd_accept_paused_total` by listener (`server`, `ops`):
+    /// `ipnd_accept_paused_total` and `ipnd_accept_failures_total` by listener (`server`, `ops`):
     /// there from the start, at 0.
-    private let acceptFailuresByListener: [String: Counter]
-    private let acceptPausesByListener: [String: Counter]
+    private let acceptCountersByListener: [String: AcceptCounters]
+
+    /// A listener's counters of the times it did not accept (`ListenerGuard` increments them).
+    struct AcceptCounters: Sendable {
+        /// `ipnd_accept_paused_total`: stops at its connection limit.
+        let pauses: Counter
+        /// `ipnd_accept_failures_total`: accepts that failed.
+        let failures: Counter
+
+        init(listener: String, factory: any MetricsFactory) {
+            pauses = Counter(label: "ipnd_accept_paused_total", dimensions: [("listener", listener)], factory: factory)
+            failures = Counter(label: "ipnd_accept_failures_total", dimensions: [("listener", listener)], factory: factory)
+        }
+    }
     private let factory: any MetricsFactory
     /// `ipnd_rejected_unstored_total` by provider and reason, made when first counted (most
     /// pairs never are).
@@ -70,11 +82,8 @@ public struct ServerMetrics: Sendable {
         checkpointFailures = Counter(label: "ipnd_store_checkpoint_failures_total", factory: factory)
         timeouts = Counter(label: "ipnd_request_timeouts_total", factory: factory)
         reloadFailures = Counter(label: "ipnd_config_reload_failures_total", factory: factory)
-        acceptFailuresByListener = Dictionary(uniqueKeysWithValues: Self.listeners.map { listener in
-            (listener, Counter(label: "ipnd_accept_failures_total", dimensions: [("listener", listener)], factory: factory))
-        })
-        acceptPausesByListener = Dictionary(uniqueKeysWithValues: Self.listeners.map { listener in
-            (listener, Counter(label: "ipnd_accept_paused_total", dimensions: [("listener", listener)], factory: factory))
+        acceptCountersByListener = Dictionary(uniqueKeysWithValues: Self.listeners.map { listener in
+            (listener, AcceptCounters(listener: listener, factory: factory))
         })
         self.factory = factory
     }
@@ -89,16 +98,9 @@ public struct ServerMetrics: Sendable {
 
     func requestTimedOut() { timeouts.increment() }
 
-    /// The counter of the `listener`'s failed accepts (`ListenerGuard` increments it).
-    func acceptFailures(listener: String) -> Counter {
-        acceptFailuresByListener[listener]
-            ?? Counter(label: "ipnd_accept_failures_total", dimensions: [("listener", listener)], factory: factory)
-    }
-
-    /// The counter of the times the `listener` stopped accepting at its connection limit.
-    func acceptPauses(listener: String) -> Counter {
-        acceptPausesByListener[listener]
-            ?? Counter(label: "ipnd_accept_paused_total", dimensions: [("listener", listener)], factory: factory)
+    /// The `listener`'s counters of the times it did not accept.
+    func acceptCounters(listener: String) -> AcceptCounters {
+        acceptCountersByListener[listener] ?? AcceptCounters(listener: listener, factory: factory)
     }
 
     func configReloadFailed() { reloadFailures.increment() }
