@@ -313,7 +313,7 @@ public final class Daemon: Sendable {
 
     /// Each listener's `ConnectionLimit`, from the process's descriptor limit as it is now.
     private static func connectionLimits(factory: any MetricsFactory) -> (server: ConnectionLimit, ops: ConnectionLimit) {
-        let descriptors = AcceptProblem.descriptorLimit()
+        let descriptors = ConnectionLimit.descriptorLimit()
         let limits = ConnectionLimit.limits(descriptors: descriptors)
         return (
             ConnectionLimit(limit: limits.server, descriptorLimit: descriptors, listener: "server", factory: factory),

@@ -87,7 +87,7 @@ struct DescriptorLimitTests {
 
     @Test("a failed accept names the limit the process ran into")
     func problems() {
-        #expect(AcceptProblem(errno: EMFILE) == .processDescriptors(limit: AcceptProblem.descriptorLimit()))
+        #expect(AcceptProblem(errno: EMFILE) == .processDescriptors(limit: ConnectionLimit.descriptorLimit()))
         #expect(AcceptProblem.processDescriptors(limit: 256).description == "too many open files (RLIMIT_NOFILE 256)")
         #expect(AcceptProblem(errno: ENFILE)?.description == "too many open files in the system (fs.file-max)")
         #expect(AcceptProblem(errno: ENOMEM) == .kernelMemory && AcceptProblem(errno: ENOBUFS) == .kernelMemory)

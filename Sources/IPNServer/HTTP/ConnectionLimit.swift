@@ -44,6 +44,13 @@ final class ConnectionLimit: Sendable {
         return (max(1, connections - ops), ops)
     }
 
+    /// The soft `RLIMIT_NOFILE`, what `LimitNOFILE=` sets; nil when unlimited (RLIM_INFINITY) or unreadable.
+    static func descriptorLimit() -> UInt64? {
+        var limit = rlimit()
+        guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max else { return nil }
+        return UInt64(limit.rlim_cur)
+    }
+
     /// Whether the listener is at its limit.
     var isReached: Bool {
         guard let limit else { return false }

@@ -146,7 +146,7 @@ enum AcceptProblem: Equatable {
 
     init?(errno code: Int32) {
         switch code {
-        case EMFILE: self = .processDescriptors(limit: Self.descriptorLimit())
+        case EMFILE: self = .processDescriptors(limit: ConnectionLimit.descriptorLimit())
         case ENFILE: self = .systemDescriptors
         case ENOBUFS, ENOMEM: self = .kernelMemory
         default: return nil
@@ -162,12 +162,6 @@ enum AcceptProblem: Equatable {
         }
     }
 
-    /// The soft `RLIMIT_NOFILE`, what `LimitNOFILE=` sets; nil when unlimited (RLIM_INFINITY) or unreadable.
-    static func descriptorLimit() -> UInt64? {
-        var limit = rlimit()
-        guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max else { return nil }
-        return UInt64(limit.rlim_cur)
-    }
 }
 
 /// When a listener that stopped accepting is logged: the first time at once, then at most one
