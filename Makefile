@@ -6,7 +6,7 @@ CONFIG ?= config/ipnd.dev.yaml
 # drive the tests' independent clients and the crash test.
 SYSTEM_PACKAGES := libssl-dev libsqlite3-dev pkg-config sqlite3 python3 openssl
 
-.PHONY: all deps build release run test pg-start pg-stop check-config bench bench-console profile clean fuzz fuzz-replay crash-test test-sanitizers
+.PHONY: all deps build release deb run test pg-start pg-stop check-config bench bench-console profile clean fuzz fuzz-replay crash-test test-sanitizers
 
 all: build
 
@@ -23,6 +23,16 @@ build: deps
 release: deps
 	scripts/build-release.sh ipnd
 
+# The Debian package (deploy/README.md): the release build packed by scripts/build-deb.sh as
+# ipnd_<version>_<arch>.deb in this directory, the version being `ipnd --version`'s, and checked
+# by lintian. dpkg-dev brings dpkg-shlibdeps (Depends, from what the binary links), binutils
+# strip; man-db renders the man page for make test's checks.
+DEB_PACKAGES := dpkg-dev lintian binutils man-db
+
+deb: deps
+	@scripts/install-system-packages.sh $(DEB_PACKAGES)
+	bin=$$(scripts/build-release.sh ipnd) && scripts/build-deb.sh "$$bin/ipnd" .
+
 # Git keeps no permission bits but the executable one: the dev config holds (fake) secrets
 # inline, and ipnd refuses secrets that others (the world) can read; a checkout's 0644 would be
 # refused. The dev config keeps its store in var/, which git does not keep either.
@@ -35,6 +45,9 @@ check-config: build
 	chmod 600 $(CONFIG)
 	.build/debug/ipnd check-config --config $(CONFIG)
 
+# Before the suite, scripts/test-deb.sh builds the Debian package as make deb does, from the
+# debug build linked with the Swift runtime (a release build would add 10+ minutes), checks it
+# with dpkg-deb and lintian, and installs, upgrades, removes and purges it in a throwaway root.
 # The tests also run `systemd-analyze verify` on deploy/ipnd.service. scripts/swift-test.sh
 # repeats what failed at the end of the output, where CI's tail of the log shows it. The
 # console's browser test leaves its screenshots (every page at 1280 and 360 px) in
@@ -52,11 +65,12 @@ TEST_PACKAGES := systemd postgresql chromium chromium-driver fonts-dejavu-core
 IPND_TEST_ARTIFACTS ?= $(CURDIR)/.build/test-artifacts
 
 test: deps
-	@scripts/install-system-packages.sh $(TEST_PACKAGES)
+	@scripts/install-system-packages.sh $(TEST_PACKAGES) $(DEB_PACKAGES)
 	@scripts/install-python-packages.sh
 	chmod 600 config/ipnd.dev.yaml
 	python3 tools/provider_double_selftest.py
 	$(SWIFT) build --build-tests
+	scripts/test-deb.sh
 	rm -rf "$(IPND_TEST_ARTIFACTS)/console"
 	IPND_TEST_ARTIFACTS="$(IPND_TEST_ARTIFACTS)" SWIFT=$(SWIFT) \
 		scripts/pg-test-server.sh run scripts/with-tmpdir.sh scripts/swift-test.sh --skip-build
@@ -99,7 +113,7 @@ fuzz-replay: deps
 	scripts/fuzz.sh replay
 
 clean:
-	rm -rf .build .build-fuzz .build-tsan .build-asan var
+	rm -rf .build .build-fuzz .build-tsan .build-asan var ipnd_*.deb
 
 # The load benchmark (issue 6): release build, 500k signed notifications, wrk, figures printed;
 # then the console's pages on a seeded store (CONSOLE=0 skips that pass).

@@ -71,11 +71,20 @@ enum Console {
     /// `serve`, before the daemon's log starts) is filed at error priority, as the daemon's own
     /// error lines are: `journalctl -p warning` then shows why the unit did not start.
     static func error(_ message: String) {
+        standardError(message, level: .error)
+    }
+
+    /// A warning that does not stop the command, on stderr (at warning priority under systemd).
+    static func warning(_ message: String) {
+        standardError(message, level: .warning)
+    }
+
+    private static func standardError(_ message: String, level: Logger.Level) {
         guard standardErrorIsJournal else {
             write(message + "\n", to: STDERR_FILENO)
             return
         }
-        let priority = LogfmtLogHandler.syslogPriority(.error)
+        let priority = LogfmtLogHandler.syslogPriority(level)
         write(message.split(separator: "\n", omittingEmptySubsequences: false).map { priority + $0 }.joined(separator: "\n") + "\n",
               to: STDERR_FILENO)
     }

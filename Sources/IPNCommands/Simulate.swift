@@ -15,6 +15,8 @@ struct Simulate: AsyncParsableCommand {
             The notification is signed with the account's secrets from the config (Alipay needs \
             simulate_private_key_file). --status takes the provider's own status word; paid is \
             \(ProviderRegistry.all.map { "\($0.name) \($0.simulationDefaults.paidStatus)" }.joined(separator: ", ")). \
+            The words each provider sends: \(Self.knownStatusList). Another word is sent as given, with a \
+            warning: ipnd stores it as unknown_status. \
             Every run uses new provider ids, so it is never a duplicate. Prints the daemon's HTTP status and \
             body; exits 0 only on a 2xx answer.
             """
@@ -28,7 +30,7 @@ struct Simulate: AsyncParsableCommand {
     @Option(help: "The merchant's order reference.")
     var order: String
 
-    @Option(help: "The provider's own status word (COMPLETED, 1, S, CHARGED, ...).")
+    @Option(help: "The provider's own status word (COMPLETED, 1, S, CHARGED, ...; the discussion below lists each provider's).")
     var status: String
 
     @Option(help: "The amount in major units (default 10.00).")
@@ -72,6 +74,9 @@ struct Simulate: AsyncParsableCommand {
             Console.error("config error: \(account.keyPath): cannot sign a simulated notification: \(error)")
             throw ExitStatus.configError
         }
+        if let warning = Self.unknownStatusWarning(provider: type(of: account.provider), status: status) {
+            Console.warning(warning)
+        }
         if printOnly {
             Console.print(CurlCommand.text(url: target.url, request: request))
             return
@@ -88,6 +93,20 @@ struct Simulate: AsyncParsableCommand {
         Console.print("HTTP \(answer.status.code) \(answer.status.reasonPhrase)")
         Console.output(answer.body.hasSuffix("\n") ? String(answer.body.dropLast()) : answer.body)
         guard (200..<300).contains(answer.status.code) else { throw ExitCode.failure }
+    }
+
+    /// What to say when `status` is a word `provider` never sends: the notification is still sent
+    /// (testing how ipnd keeps an unknown status is a use), and the daemon stores it as
+    /// `unknown_status`, which is rarely what was meant (`SUCCESS` for Alipay's `S`).
+    static func unknownStatusWarning(provider: any NotificationProvider.Type, status: String) -> String? {
+        guard !provider.knownStatuses.contains(status) else { return nil }
+        return "warning: \(provider.name) never sends status \"\(status)\": it is sent as given, and ipnd will store it as "
+            + "unknown_status. \(provider.name)'s status words: \(provider.knownStatuses.joined(separator: ", "))"
+    }
+
+    /// `citcon success, succeeded, ...; ipay88 1, 0, 6; ...`: every provider's known status words.
+    private static var knownStatusList: String {
+        ProviderRegistry.all.map { "\($0.name) \($0.knownStatuses.joined(separator: ", "))" }.joined(separator: "; ")
     }
 
     /// `; INR for juspay`: the providers whose default currency is not USD.

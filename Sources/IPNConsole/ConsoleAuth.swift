@@ -10,7 +10,7 @@ extension OpsConsole {
     /// - Parameter next: where to go once signed in (a refused attempt keeps the form's); by
     ///   default the `next` query parameter's.
     func signInPage(_ request: Request, next: String? = nil, error: String? = nil, status: HTTPResponse.Status = .ok) -> Response {
-        let next = (next ?? request.uri.queryParameters["next"].map(String.init)).flatMap { URLText.isLocalPath($0) ? $0 : nil } ?? "/"
+        let next = (next ?? FormQuery(request.uri)["next"]).flatMap { URLText.isLocalPath($0) ? $0 : nil } ?? "/"
         let form = sessions.signInForm()
         let frame = PageFrame(
             pageTitle: "Sign in", signedIn: false, navItems: [], csrfToken: "", flashMessage: nil, errorMessage: error,

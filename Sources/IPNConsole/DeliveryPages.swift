@@ -8,7 +8,7 @@ extension OpsConsole {
     /// `GET /deliveries`: each target's standing with resume and retry, and the deliveries
     /// (filtered by target and state), newest first, a page at a time.
     func deliveriesPage(_ request: Request) async -> Response {
-        let filters = ListFilters(request.uri.queryParameters)
+        let filters = ListFilters(FormQuery(request.uri))
         var filter = DeliveryFilter(limit: Self.pageSize + 1)
         var problem: String?
         do throws(FilterError) {

@@ -1,5 +1,3 @@
-import Hummingbird
-import HummingbirdCore
 import IPNConfig
 import IPNCore
 import IPNStore
@@ -18,10 +16,10 @@ struct ListFilters: Sendable {
 
     static var providerNames: [String] { ProviderRegistry.all.map { $0.name } }
 
-    init(_ query: FlatDictionary<Substring, Substring>) {
-        func value(_ name: Substring) -> String? {
+    init(_ query: FormQuery) {
+        func value(_ name: String) -> String? {
             guard let value = query[name], !value.isEmpty else { return nil }
-            return String(value)
+            return value
         }
         providerText = value("provider")
         account = value("account")

@@ -7,7 +7,7 @@ extension OpsConsole {
     /// `GET /notifications`: the filters of `notifications list` (provider, account, verdict,
     /// since), newest first, a page at a time, and the rejections in the window by reason.
     func notificationsPage(_ request: Request) async -> Response {
-        let filters = ListFilters(request.uri.queryParameters)
+        let filters = ListFilters(FormQuery(request.uri))
         var filter = NotificationFilter(limit: Self.pageSize + 1)
         var problem: String?
         do throws(FilterError) {

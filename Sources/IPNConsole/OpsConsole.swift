@@ -70,7 +70,7 @@ public struct OpsConsole: Sendable {
         open.get("/sign-in") { request, _ in
             // Already signed in: on to where the form would have led.
             guard sessions.session(request, now: Self.nowSeconds()) == nil else {
-                let next = request.uri.queryParameters["next"].map(String.init).flatMap { URLText.isLocalPath($0) ? $0 : nil }
+                let next = FormQuery(request.uri)["next"].flatMap { URLText.isLocalPath($0) ? $0 : nil }
                 return Self.redirect(next ?? "/")
             }
             return signInPage(request)
@@ -109,7 +109,7 @@ public struct OpsConsole: Sendable {
         let frame = PageFrame(
             pageTitle: title, signedIn: true, navItems: NavItem.all(current: current),
             csrfToken: sessions.session(request, now: Self.nowSeconds())?.csrfToken ?? "",
-            flashMessage: Flash.message(request.uri.queryParameters), errorMessage: error, page: page)
+            flashMessage: Flash.message(FormQuery(request.uri)), errorMessage: error, page: page)
         return html(template, frame, status: status)
     }
 
@@ -193,7 +193,7 @@ struct OrderKey: Sendable {
 /// The message a page shows after a form sent it there (`?done=...`): chosen from a fixed
 /// list, so a link cannot make the console say something else.
 enum Flash {
-    static func message(_ query: FlatDictionary<Substring, Substring>) -> String? {
+    static func message(_ query: FormQuery) -> String? {
         let count = query["n"].flatMap { Int($0) }.map { max(0, $0) }
         switch query["done"] {
         case "expectation": return "Expectation registered."

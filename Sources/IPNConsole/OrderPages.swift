@@ -8,7 +8,7 @@ extension OpsConsole {
     /// `GET /orders`: the filters of `orders list` (provider, account, state, since), newest
     /// first, a page at a time; or, with `q`, a search by reference prefix across providers.
     func ordersPage(_ request: Request) async -> Response {
-        let query = request.uri.queryParameters
+        let query = FormQuery(request.uri)
         let filters = ListFilters(query)
         var filter = OrderFilter(limit: Self.pageSize + 1)
         var problem: String?
@@ -21,14 +21,14 @@ extension OpsConsole {
         } catch {
             problem = error.message
         }
-        let search = query["q"].map(String.init).flatMap { $0.isEmpty ? nil : $0 }
+        let search = query["q"].flatMap { $0.isEmpty ? nil : $0 }
         let chosen = filter
         return await page(request) { () async throws(StoreError) -> Response in
             var rows: [OrderRecord] = []
             var next: String?
             if problem == nil, let search {
                 var after: OrderSearch.Position?
-                if let ref = query["after_ref"].map(String.init), let id = query["after_id"].flatMap({ Int64($0) }) {
+                if let ref = query["after_ref"], let id = query["after_id"].flatMap({ Int64($0) }) {
                     after = OrderSearch.Position(orderRef: ref, id: id)
                 }
                 rows = try await store.searchOrders(OrderSearch(referencePrefix: search, after: after, limit: Self.pageSize + 1))
@@ -60,7 +60,7 @@ extension OpsConsole {
     /// notifications, transitions and events (raw requests with `?raw=1`), its deliveries and
     /// the expectation form.
     func orderPage(_ request: Request, key: OrderKey, error: String? = nil, status: HTTPResponse.Status = .ok) async -> Response {
-        let showRaw = request.uri.queryParameters["raw"] == "1"
+        let showRaw = FormQuery(request.uri)["raw"] == "1"
         return await page(request) { () async throws(StoreError) -> Response in
             guard let detail = try await store.order(
                 provider: key.provider, account: key.account, orderRef: key.orderRef, includeRaw: showRaw)

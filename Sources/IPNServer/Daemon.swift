@@ -1,3 +1,4 @@
+import CoreMetrics
 import Foundation
 import Hummingbird
 import IPNConfig
@@ -9,6 +10,7 @@ import IPNStore
 import IPNStorePostgres
 import IPNStoreSQLite
 import Logging
+import NIOCore
 import ServiceLifecycle
 import UnixSignals
 
@@ -177,6 +179,7 @@ public final class Daemon: Sendable {
             store: store, retention: config.store.retention, logger: logger,
             schedule: RetentionService.Schedule(interval: housekeeping.retentionInterval), now: housekeeping.now)
         let metrics = metrics
+        let connectionLimits = Self.connectionLimits(factory: metricsRegistry.factory)
         let providerApp = Application(
             router: Routes.providerRouter(endpoint: endpoint, health: health),
             server: .http1(
@@ -185,7 +188,10 @@ public final class Daemon: Sendable {
                 onTimeout: { metrics.requestTimedOut() }
             ),
             configuration: .init(address: .hostname(config.server.host, port: config.server.port)),
-            onServerRunning: { [self] channel in listening(provider: channel.localAddress?.port) },
+            onServerRunning: { [self] channel in
+                await guardListener(channel, "server", limit: connectionLimits.server, host: config.server.host, port: config.server.port)
+                listening(provider: channel.localAddress?.port)
+            },
             logger: logger
         )
         if config.ops.tokenDigests.isEmpty {
@@ -207,7 +213,10 @@ public final class Daemon: Sendable {
                 onTimeout: {}
             ),
             configuration: .init(address: .hostname(config.ops.host, port: config.ops.port)),
-            onServerRunning: { [self] channel in listening(ops: channel.localAddress?.port) },
+            onServerRunning: { [self] channel in
+                await guardListener(channel, "ops", limit: connectionLimits.ops, host: config.ops.host, port: config.ops.port)
+                listening(ops: channel.localAddress?.port)
+            },
             logger: logger
         )
         state.withLock {
@@ -309,6 +318,25 @@ public final class Daemon: Sendable {
         } onCancel: {
             state.withLock { $0.waiters.removeValue(forKey: id) }?.resume(returning: nil)
         }
+    }
+
+    /// Each listener's `ConnectionLimit`, from the process's descriptor limit as it is now.
+    private static func connectionLimits(factory: any MetricsFactory) -> (server: ConnectionLimit, ops: ConnectionLimit) {
+        let descriptors = ConnectionLimit.descriptorLimit()
+        let limits = ConnectionLimit.limits(descriptors: descriptors)
+        return (
+            ConnectionLimit(limit: limits.server, descriptorLimit: descriptors, listener: "server", factory: factory),
+            ConnectionLimit(limit: limits.ops, descriptorLimit: descriptors, listener: "ops", factory: factory)
+        )
+    }
+
+    /// Keeps the listener within its connection limit and reports when it does not accept
+    /// (`ListenerGuard`), from before it is reported bound.
+    private func guardListener(_ channel: any Channel, _ listener: String, limit: ConnectionLimit, host: String, port: Int) async {
+        let reporting = ListenerGuard.Reporting(
+            listener: listener, address: "\(host):\(channel.localAddress?.port ?? port)", logger: logger,
+            counters: metrics.acceptCounters(listener: listener))
+        await ListenerGuard.install(on: channel, limit: limit, reporting: reporting)
     }
 
     private func listening(provider: Int? = nil, ops: Int? = nil) {

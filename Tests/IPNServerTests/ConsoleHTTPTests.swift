@@ -1,4 +1,5 @@
 import Foundation
+@testable import IPNConsole
 import IPNCore
 @testable import IPNServer
 import Testing
@@ -184,6 +185,35 @@ struct ConsoleHTTPTests {
             "&lt;script&gt;window.__ipndPwned=1&lt;/script&gt;&quot;&gt;&lt;img src=x onerror=&quot;window.__ipndPwned=2&quot;&gt;\\u{202e}gnp.exe&amp;amp;"))
         // The search box keeps what was typed, escaped.
         #expect(try await console.get("/orders?q=%22%3E%3Cb%3E").text.contains(#"value="&quot;&gt;&lt;b&gt;""#))
+        try await daemon.stop()
+    }
+
+    @Test("the order search finds references with spaces and reserved characters, sent as a browser's GET form sends them")
+    func searchAsABrowserSends() async throws {
+        let daemon = try await TestDaemon.start()
+        let references = ["A B", "A+B", "A&B", "A%B", "A/B", "A#B", "A=B?c", "A B é", "AB"]
+        for reference in references {
+            try await daemon.deliver("unlimint", order: reference, status: "COMPLETED")
+        }
+        let console = ConsoleClient(daemon)
+        try await console.signIn(TestDaemon.opsToken)
+        for reference in references {
+            // A GET form's query: a space as `+`, every other reserved byte as %XX.
+            let query = String(decoding: FormBody.encode([("q", reference)]), as: UTF8.self)
+            let page = try await console.get("/orders?" + query)
+            #expect(page.status == 200, "\(query)")
+            // The box shows what was typed, and the list holds the reference searched for (a
+            // prefix search: "A B" finds "A B é" too) and none that only looks alike encoded.
+            #expect(page.text.contains(#"value="\#(HTMLText.escape(reference))""#), "\(query)")
+            let listed = Set(references.filter { page.text.contains(#"href="/orders/unlimint/default/\#(ConsoleClient.encode($0))""#) })
+            #expect(listed == Set(references.filter { $0.hasPrefix(reference) }), "\(query)")
+        }
+        // Percent-escapes decode too (a space as %20, as the console's own links write it), and a
+        // malformed escape typed by hand is searched for as written.
+        let escaped = try await console.get("/orders?q=A%20B")
+        #expect(escaped.text.contains(#"href="/orders/unlimint/default/A%20B""#))
+        #expect(!escaped.text.contains(#"href="/orders/unlimint/default/A%2BB""#))
+        #expect(try await console.get("/orders?q=A%B").text.contains(#"href="/orders/unlimint/default/A%25B""#))
         try await daemon.stop()
     }
 

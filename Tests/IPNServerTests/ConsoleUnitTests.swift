@@ -46,6 +46,18 @@ struct ConsoleUnitTests {
         }
     }
 
+    @Test("query strings decode as a browser's form encodes them: + is a space, %XX a byte; a broken escape stays as typed")
+    func formQuery() {
+        let query = FormQuery("q=A+B%26C%2B%25&empty=&bare&broken=50%&latin=%E9&q=second&%6Eame=x")
+        #expect(query["q"] == "A B&C+%")
+        #expect(query["empty"] == "" && query["bare"] == "")
+        #expect(query["broken"] == "50%")
+        #expect(query["latin"] == "%E9")  // not UTF-8: kept as written
+        #expect(query["name"] == "x")
+        #expect(query["missing"] == nil)
+        #expect(FormQuery("")["q"] == nil)
+    }
+
     @Test("failed sign-ins from one address wait longer each time, up to 8 s; other addresses and a success start afresh")
     func throttle() {
         #expect((1...8).map(SignInThrottle.delay(failures:)) == [250, 500, 1000, 2000, 4000, 8000, 8000, 8000])

@@ -79,6 +79,30 @@ struct SimulateTests {
         try await daemon.stop()
     }
 
+    @Test("a status word the provider never sends is sent all the same, with a warning naming the provider's words")
+    func unknownStatusWarns() async throws {
+        let daemon = try await TestDaemon.start()
+        let url = "http://127.0.0.1:\(daemon.ports.provider)"
+        let unknown = try await ipnd(["simulate", "alipay", "--order", "SIM-WORD-1", "--status", "SUCCESS", "--url", url,
+                                      "--config", daemon.configPath])
+        #expect(unknown.status == 0, "\(unknown.stdout) \(unknown.stderr)")
+        #expect(unknown.stderr.contains(#"warning: alipay never sends status "SUCCESS""#), "\(unknown.stderr)")
+        #expect(unknown.stderr.contains("alipay's status words: S, F, PENDING"), "\(unknown.stderr)")
+        #expect(try daemon.verdicts(orderRef: "SIM-WORD-1") == ["unknown_status"])
+
+        // A word the provider sends: no warning. With --print the command alone is on stdout.
+        let known = try await ipnd(["simulate", "alipay", "--order", "SIM-WORD-2", "--status", "S", "--url", url,
+                                    "--config", daemon.configPath])
+        #expect(known.status == 0 && known.stderr.isEmpty, "\(known.stderr)")
+        #expect(try daemon.verdicts(orderRef: "SIM-WORD-2") == ["applied"])
+        let printed = try await ipnd(["simulate", "ipay88", "--order", "SIM-WORD-3", "--status", "paid", "--url", url, "--print",
+                                      "--config", daemon.configPath])
+        #expect(printed.status == 0 && printed.stdout.hasPrefix("curl "), "\(printed.stdout)")
+        #expect(printed.stderr.contains(#"ipay88 never sends status "paid""#) && printed.stderr.contains("status words: 1, 0, 6"),
+                "\(printed.stderr)")
+        try await daemon.stop()
+    }
+
     @Test("a named account posts to /ipn/{provider}/{account} with that account's secret")
     func namedAccount() async throws {
         let daemon = try await TestDaemon.start()

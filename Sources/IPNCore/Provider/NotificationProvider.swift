@@ -25,6 +25,11 @@ public protocol NotificationProvider: Sendable {
     func simulatedRequest(_ spec: SimulationSpec) throws(SimulationError) -> RawRequest
     /// What `ipnd simulate` and the benchmark use when not told otherwise.
     static var simulationDefaults: SimulationDefaults { get }
+    /// The status words `ipnd simulate --status` takes that this provider's mapping knows: each
+    /// moves, refunds or records the order, none is stored `unknown_status`. Listed in the
+    /// provider's file beside the mapping it lists; `simulate` warns about any other word, and
+    /// the tests send every listed one through the simulator and the mapping.
+    static var knownStatuses: [String] { get }
 
     /// What `check-config` shows about the account, with secrets redacted.
     var summary: [(key: String, value: String)] { get }

@@ -182,6 +182,12 @@ public struct Alipay: NotificationProvider {
         return notification
     }
 
+    /// What `ipnd simulate alipay --status` takes: Antom's `resultStatus` words that `payment`
+    /// maps for a PAYMENT_RESULT (`S` paid, `F` failed), and `PENDING`, simulate's own word for a
+    /// PAYMENT_PENDING notification (sent with resultStatus `U`), which is pending whatever its
+    /// resultStatus says.
+    public static let knownStatuses = ["S", "F", "PENDING"]
+
     static func payment(_ body: JSONObject, notifyType: String) throws(Rejection) -> VerifiedNotification {
         let (orderRef, paymentID) = try paymentIdentity(body)
         let status = try resultStatus(body)

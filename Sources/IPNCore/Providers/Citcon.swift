@@ -13,6 +13,7 @@ public struct Citcon: NotificationProvider {
     /// section 5).
     public static let inquiryKeys = [AccountKey("private_key", .secret, required: true)]
     public static let simulationDefaults = SimulationDefaults(paidStatus: "success", currency: "USD")
+    public static var knownStatuses: [String] { CitconMapping.chargeStatuses }
     public static let acknowledgement = ProviderAnswer.text(200, "ok")
 
     /// The two notification generations and how each is signed.
@@ -330,6 +331,13 @@ enum CitconMapping {
             amount: amount
         )
     }
+
+    /// The charge statuses `chargeEffect` maps: what `ipnd simulate citcon --status` sends (a
+    /// UPI charge; an account with only a CHOP token gets `notify_status`, where `success` pays
+    /// and any other word fails the order).
+    static let chargeStatuses = [
+        "success", "succeeded", "captured", "authorized", "initiated", "pending", "fail", "failed", "cancelled", "canceled", "expired",
+    ]
 
     static func chargeEffect(_ status: String) -> NotificationEffect {
         switch status {

@@ -12,6 +12,9 @@ public struct IPay88: NotificationProvider {
     /// The re-query needs nothing beyond the account's `merchant_code`.
     public static let inquiryKeys: [AccountKey] = []
     public static let simulationDefaults = SimulationDefaults(paidStatus: "1", currency: "USD")
+    /// The `Status` values `IPay88Post.notification()` maps (at the end of this file): 1 paid,
+    /// 0 failed, 6 pending.
+    public static let knownStatuses = ["1", "0", "6"]
     public static let acknowledgement = ProviderAnswer.text(200, "RECEIVEOK")
 
     /// How the signature string is hashed.
@@ -158,6 +161,7 @@ public struct IPay88: NotificationProvider {
 
     /// What a payment `Status` (as posted, or as a re-query answer means it) does to its order:
     /// `1` paid, `0` failed, `6` pending (providers.md section 2).
+    /// `knownStatuses` lists these words: keep the two together.
     public static func effect(ofStatus status: String) -> NotificationEffect {
         switch status {
         case "1": .transition(.paid)

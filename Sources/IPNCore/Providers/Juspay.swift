@@ -166,6 +166,14 @@ public struct Juspay: NotificationProvider {
             || eventName.contains("INITIATED")
     }
 
+    /// The order statuses `statusEffect` maps: what `ipnd simulate juspay --status` sends (with
+    /// an event name that fits, `simulatedEventName`).
+    public static let knownStatuses = [
+        "CHARGED", "AUTHORIZED", "NEW", "STARTED", "PENDING_VBV", "AUTHORIZING", "VBV_SUCCESSFUL", "CAPTURE_INITIATED",
+        "VOID_INITIATED", "AUTHENTICATION_FAILED", "AUTHORIZATION_FAILED", "JUSPAY_DECLINED", "CAPTURE_FAILED", "VOIDED",
+        "AUTO_REFUNDED",
+    ]
+
     static func statusEffect(_ status: String, order: JSONObject, amount: Money?) throws(Rejection) -> NotificationEffect {
         switch status {
         case "CHARGED":

@@ -102,6 +102,12 @@ public struct Unlimint: NotificationProvider {
         )
     }
 
+    /// The payment statuses `paymentEffect` maps: what `ipnd simulate unlimint --status` sends.
+    public static let knownStatuses = [
+        "NEW", "IN_PROGRESS", "WAITING", "UNPAID", "AUTHORIZED", "COMPLETED", "DECLINED", "CANCELLED", "VOIDED", "TERMINATED",
+        "REFUNDED", "CHARGED_BACK", "CHARGEBACK_RESOLVED",
+    ]
+
     static func paymentEffect(status: String, amount: Money?) -> NotificationEffect {
         switch status {
         case "NEW", "IN_PROGRESS", "WAITING", "UNPAID": .transition(.pending)

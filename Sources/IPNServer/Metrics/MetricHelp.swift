@@ -43,6 +43,13 @@ enum MetricHelp {
         "ipnd_orders_awaiting_inquiry": "Orders of the accounts with an inquiry section whose inquiry is due now or overdue, read at each scrape.",
         "ipnd_orders_unsettled": "Orders flagged unsettled: reconciliation gave up on them before they settled, read at each scrape.",
         // The daemon
+        "ipnd_connections": "Connections open now, by listener (server, ops).",
+        "ipnd_connections_limit":
+            "The most connections a listener holds at once, by listener: its share of RLIMIT_NOFILE (LimitNOFILE= in the unit) less descriptors kept for the store and logs.",
+        "ipnd_accept_paused_total":
+            "Times a listener stopped accepting at its connection limit (ipnd_connections_limit), by listener; new connections wait in the listen queue meanwhile.",
+        "ipnd_accept_failures_total":
+            "Connections a listener failed to accept (out of file descriptors or kernel memory), by listener; it tries again a second later.",
         "ipnd_config_reload_failures_total": "Config reloads (SIGHUP) refused because the new config failed validation; the running one was kept.",
         "ipnd_build_info": "The running ipnd build, by version; always 1.",
     ]

@@ -94,8 +94,3 @@ final class MetricsRegistry: Sendable {
         }
     }
 }
-
-/// What this build of ipnd is.
-public enum BuildInfo {
-    public static let version = "0.1.0"
-}

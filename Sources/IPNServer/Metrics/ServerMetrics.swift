@@ -29,6 +29,22 @@ public struct ServerMetrics: Sendable {
     let checkpointFailures: Counter
     private let timeouts: Counter
     private let reloadFailures: Counter
+    /// `ipnd_accept_paused_total` and `ipnd_accept_failures_total` by listener (`server`, `ops`):
+    /// there from the start, at 0.
+    private let acceptCountersByListener: [String: AcceptCounters]
+
+    /// A listener's counters of the times it did not accept (`ListenerGuard` increments them).
+    struct AcceptCounters: Sendable {
+        /// `ipnd_accept_paused_total`: stops at its connection limit.
+        let pauses: Counter
+        /// `ipnd_accept_failures_total`: accepts that failed.
+        let failures: Counter
+
+        init(listener: String, factory: any MetricsFactory) {
+            pauses = Counter(label: "ipnd_accept_paused_total", dimensions: [("listener", listener)], factory: factory)
+            failures = Counter(label: "ipnd_accept_failures_total", dimensions: [("listener", listener)], factory: factory)
+        }
+    }
     private let factory: any MetricsFactory
     /// `ipnd_rejected_unstored_total` by provider and reason, made when first counted (most
     /// pairs never are).
@@ -66,6 +82,9 @@ public struct ServerMetrics: Sendable {
         checkpointFailures = Counter(label: "ipnd_store_checkpoint_failures_total", factory: factory)
         timeouts = Counter(label: "ipnd_request_timeouts_total", factory: factory)
         reloadFailures = Counter(label: "ipnd_config_reload_failures_total", factory: factory)
+        acceptCountersByListener = Dictionary(uniqueKeysWithValues: Self.listeners.map { listener in
+            (listener, AcceptCounters(listener: listener, factory: factory))
+        })
         self.factory = factory
     }
 
@@ -74,7 +93,15 @@ public struct ServerMetrics: Sendable {
                 factory: factory)
     }
 
+    /// The listeners, by their config section.
+    static let listeners = ["server", "ops"]
+
     func requestTimedOut() { timeouts.increment() }
+
+    /// The `listener`'s counters of the times it did not accept.
+    func acceptCounters(listener: String) -> AcceptCounters {
+        acceptCountersByListener[listener] ?? AcceptCounters(listener: listener, factory: factory)
+    }
 
     func configReloadFailed() { reloadFailures.increment() }
 
