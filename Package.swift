@@ -115,7 +115,7 @@ let package = Package(
         .target(
             name: "IPNReconcile",
             dependencies: [
-                "IPNCore", "IPNStore",
+                "IPNCore", "IPNStore", "IPNDelivery",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -30,12 +30,6 @@ public final class DeliveryService: Service, Sendable {
     /// The HTTP clients' event loops and the delivery tasks' executors, at a lower priority.
     let threads = DeliveryThreads()
 
-    /// The low-priority threads, for other background HTTP work (reconciliation's inquiries):
-    /// its client must be shut down before this service's `run` returns.
-    public var eventLoopGroup: any EventLoopGroup { threads.group }
-    /// An executor on one of the low-priority threads.
-    public var lowPriorityExecutor: any TaskExecutor { threads.executor(0) }
-
     /// How long a claimed delivery is leased, in milliseconds: renewed every third of it while its
     /// attempt runs, so another node takes over one whose node died within this (and a poll).
     /// 45 s; `IPND_DELIVERY_LEASE_SECONDS` (3 to 300) changes it for drills and tests.

@@ -6,16 +6,17 @@ import NIOPosix
 /// the delivery tasks that use it, so that a request and the task waiting for it share a thread.
 /// They run at a lower scheduling priority (`nice`) than the rest of ipnd: when the machine is
 /// busy, providers' notifications are answered first and the deliveries wait, in the store, for
-/// the CPU to come free; when it is not, the deliveries take all they need.
-final class DeliveryThreads: Sendable {
+/// the CPU to come free; when it is not, the deliveries take all they need. Reconciliation's
+/// inquiries run on threads of their own of this kind.
+public final class DeliveryThreads: Sendable {
     /// The nice value of the delivery threads (0: the daemon's own priority; 19: the lowest).
-    static let niceness: Int32 = 10
+    public static let niceness: Int32 = 10
 
-    let group: MultiThreadedEventLoopGroup
+    public let group: MultiThreadedEventLoopGroup
     /// One executor per thread.
     let executors: [LoopExecutor]
 
-    init(count: Int = System.coreCount, niceness: Int32 = DeliveryThreads.niceness) {
+    public init(count: Int = System.coreCount, niceness: Int32 = DeliveryThreads.niceness) {
         group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, count))
         executors = group.makeIterator().map { LoopExecutor($0) }
         for loop in group.makeIterator() {
@@ -27,11 +28,15 @@ final class DeliveryThreads: Sendable {
     }
 
     /// The executor of the `index`th task of a set spread across the threads.
-    func executor(_ index: Int) -> LoopExecutor {
+    public func executor(_ index: Int) -> any TaskExecutor {
+        loopExecutor(index)
+    }
+
+    func loopExecutor(_ index: Int) -> LoopExecutor {
         executors[index % executors.count]
     }
 
-    func shutdown() async {
+    public func shutdown() async {
         try? await group.shutdownGracefully()
     }
 }

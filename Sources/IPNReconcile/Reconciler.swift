@@ -1,5 +1,6 @@
 import Foundation
 import IPNCore
+import IPNDelivery
 import IPNStore
 import Logging
 import NIOCore
@@ -61,7 +62,10 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
     private let metrics: ReconcileMetrics
     private let client: InquiryClient
     private let inquirer: Inquirer
-    private let executor: (any TaskExecutor)?
+    /// The HTTP client's event loop and the inquiries' executor: one thread of its own, at the
+    /// lower priority delivery runs at, owned here so that it outlives the client whatever stops
+    /// first.
+    private let threads = DeliveryThreads(count: 1)
     private let state: Locked<State>
     /// Wakes the loop when an inquiry ends (a slot is free) or the settings change.
     private let wakeups = EventSignal()
@@ -80,18 +84,13 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
         var nextAccount = 0
     }
 
-    /// - Parameters:
-    ///   - eventLoopGroup: the HTTP client's threads (delivery's, at a lower priority, in the daemon).
-    ///   - executor: where the inquiries' tasks run (delivery's low-priority threads in the daemon).
     public init(
-        store: any Store, settings: Settings, accounts: [Account], logger: Logger, metrics: ReconcileMetrics, userAgent: String,
-        eventLoopGroup: (any EventLoopGroup)? = nil, executor: (any TaskExecutor)? = nil
+        store: any Store, settings: Settings, accounts: [Account], logger: Logger, metrics: ReconcileMetrics, userAgent: String
     ) {
         self.store = store
         self.logger = logger
         self.metrics = metrics
-        self.executor = executor
-        client = InquiryClient(userAgent: userAgent, eventLoopGroup: eventLoopGroup)
+        client = InquiryClient(userAgent: userAgent, eventLoopGroup: threads.group)
         inquirer = Inquirer(client: client, tokens: TokenCache(client: client))
         state = Locked(State(settings: settings, accounts: accounts, pacer: AccountPacer(perMinute: settings.perAccountPerMinute)))
         store.setInquirySchedule(settings.schedule)
@@ -123,7 +122,7 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
                     let generation = wakeups.generation
                     await yieldToProviders()
                     for (order, account, claim, startAt) in await claimRound() {
-                        group.addTask(executorPreference: executor) { [self] in
+                        group.addTask(executorPreference: threads.executor(0)) { [self] in
                             await perform(order, account: account, claim: claim, startAt: startAt)
                         }
                     }
@@ -143,7 +142,7 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
             self.wakeups.signal()
         }
         state.withLock { $0.stopping = true }
-        await client.shutdown()
+        await shutdown()
     }
 
     /// Asks about one order now, outside the schedule (`orders reconcile`, the API, the
@@ -178,9 +177,11 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
         }
     }
 
-    /// Closes the HTTP client (a reconciler used for `ask` only, never run).
+    /// Closes the HTTP client and stops its thread (`run` does so when it ends; a reconciler
+    /// used for `ask` only, never run, is shut down by its user).
     public func shutdown() async {
         await client.shutdown()
+        await threads.shutdown()
     }
 
     // MARK: The loop

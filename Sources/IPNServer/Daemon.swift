@@ -169,8 +169,7 @@ public final class Daemon: Sendable {
             retryScale: deliveryRetryScale)
         let reconciler = Reconciler(
             store: store, settings: config.reconcilerSettings, accounts: config.inquiryAccounts, logger: logger,
-            metrics: ReconcileMetrics(factory: metricsRegistry.factory), userAgent: "ipnd/\(BuildInfo.version)",
-            eventLoopGroup: deliveries.eventLoopGroup, executor: deliveries.lowPriorityExecutor)
+            metrics: ReconcileMetrics(factory: metricsRegistry.factory), userAgent: "ipnd/\(BuildInfo.version)")
         let health = HealthEndpoints(store: store, logger: logger)
         let budget = RejectedStoreBudget(perWindow: config.server.rejectedStorePerMinute, window: housekeeping.budgetWindow)
         let endpoint = ProviderEndpoint(
@@ -230,8 +229,7 @@ public final class Daemon: Sendable {
         // accepting and finish their in-flight requests.
         var groupConfiguration = ServiceGroupConfiguration(
             services: [
-                // Stopped last: after the listeners, while the store is still open (the
-                // reconciler before delivery, whose threads its HTTP client runs on).
+                // Stopped last: after the listeners, while the store is still open.
                 .init(service: deliveries),
                 .init(service: reconciler),
                 .init(service: retention),

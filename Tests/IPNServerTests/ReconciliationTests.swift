@@ -366,12 +366,15 @@ struct ReconcileScheduleTests {
         #expect(event?.string("type") == "order.flagged" && change.string("flag") == "unsettled")
         #expect(change.string("from") == "expected" && change.string("to") == "expected" && change.isNull("notification_id"))
         #expect(try await harness.daemon.apiObject("/api/v1/orders?limit=100").objects("items").first { $0.string("order_ref") == "quiet" }?["flags"] as? [String] == ["unsettled"])
+        #expect(try harness.daemon.orderState("settles", provider: "juspay") == "paid")
+        let settledAfter = try await times(harness, "juspay", "settles").count
         try await Task.sleep(for: .seconds(1.5))
         #expect(try await times(harness, "ipay88", "quiet").count == asked.count, "given up: not asked again")
+        #expect(try await times(harness, "juspay", "settles").count == settledAfter, "paid: not asked again")
 
         // The settled order was asked once; nothing after its final state.
-        #expect(try harness.daemon.orderState("settles", provider: "juspay") == "paid")
-        #expect(try await times(harness, "juspay", "settles").count == 1)
+        // (Asked twice only when the first answer took longer than the 1 s timeout, on a busy machine.)
+        #expect((1...2).contains(settledAfter))
 
         // The provider's payment after all: applied, and the unsettled flag goes.
         try await harness.daemon.deliver("ipay88", order: "quiet", status: "1", amount: Money(minor: 1234, currency: "MYR"))
