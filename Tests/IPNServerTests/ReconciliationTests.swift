@@ -710,3 +710,44 @@ struct ReconcileConsoleTests {
         try await harness.stop()
     }
 }
+
+/// A reload puts reconciliation's settings and accounts in force without a restart.
+@Suite("Reconciliation and reload")
+struct ReconcileReloadTests {
+    @Test("an account given an inquiry section by a reload is asked; one whose section a reload removes is no longer asked")
+    func reload() async throws {
+        let harness = try await ReconcileHarness.start(reconcile: ReconcileHarness.reconcileYAML(schedule: "[1s, 1h]", giveUpAfter: "1d"))
+        // shop2 has no inquiry: its order waits, unasked.
+        try await harness.daemon.deliverShop2(order: "S2-RELOAD", status: "NEW")
+        try await Task.sleep(for: .seconds(2))
+        #expect(try harness.daemon.count("SELECT COUNT(*) FROM inquiries WHERE order_ref = 'S2-RELOAD'") == 0)
+        // Unlimint's shop2 is given the default account's inquiry; juspay's section goes.
+        try harness.daemon.editConfig { text in
+            text.replacingOccurrences(of: """
+                    - account: shop2
+                      callback_secret: shop2-secret
+                """, with: """
+                    - account: shop2
+                      callback_secret: shop2-secret
+                      inquiry:
+                        url: \(harness.double.inquiryURL("unlimint"))
+                        terminal_code: \(ProviderDouble.unlimintTerminal)
+                        terminal_password: \(ProviderDouble.unlimintPassword)
+                """).replacingOccurrences(of: """
+                      inquiry:
+                        url: \(harness.double.inquiryURL("juspay"))
+                        api_key: \(ProviderDouble.juspayAPIKey)
+                        merchant_id: \(ProviderDouble.juspayMerchant)
+                """, with: "")
+        }
+        #expect(await harness.daemon.daemon.reload() == .applied(needsRestart: []))
+        #expect(try await harness.daemon.waitUntil(timeout: 10) {
+            try harness.daemon.count("SELECT COUNT(*) FROM inquiries WHERE order_ref = 'S2-RELOAD'") == 1
+        })
+        try await harness.expect("juspay", "JP-RELOAD")
+        try await Task.sleep(for: .seconds(2))
+        #expect(try await harness.double.inquiries("juspay", order: "JP-RELOAD").isEmpty, "juspay's inquiry section is gone")
+        #expect(try await harness.askNow("juspay", "JP-RELOAD").status == 409)
+        try await harness.stop()
+    }
+}
