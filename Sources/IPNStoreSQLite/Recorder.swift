@@ -91,7 +91,7 @@ enum Recorder {
             }
             for event in plan.events {
                 try RawStatement(tx, .eventInsert).run(
-                    .text(UUID().uuidString.lowercased()), .text(event.type.rawValue), .text(tx.now), .text(scope.provider),
+                    .text(EventID.next()), .text(event.type.rawValue), .text(tx.now), .text(scope.provider),
                     .text(scope.account), .int(orderID), .text(order.orderRef), .text(event.orderJSON),
                     .text(event.from?.rawValue), .text(event.to.rawValue), .text(event.flag), .int(event.cause.notificationID(planned: notificationID)),
                     .text(event.providerStatus))
