@@ -154,11 +154,42 @@ struct WriteContext {
     /// Notes that the batch wrote an event (the feed's readers and the delivery service are told
     /// once it commits).
     func wroteEvents() { effects.events += 1 }
+
+    /// Counts a stored notification in the overview's hourly counts (`notification_counts`).
+    /// The batch adds its counts up and writes them with `writeCounts` before it commits: one
+    /// upsert per hour, provider, account, verdict and reason instead of one per notification.
+    func countNotification(receivedAt: String, provider: String, account: String, verdict: Verdict, reason: String?) {
+        let hour = HourlyNotificationCount.hour(of: receivedAt)
+        // A batch's notifications share a few keys: a scan finds them sooner than hashing five strings.
+        if let index = effects.counts.firstIndex(where: {
+            $0.verdict == verdict && $0.provider == provider && $0.account == account && $0.reason == reason && $0.hour == hour
+        }) {
+            effects.counts[index].count += 1
+        } else {
+            effects.counts.append(HourlyNotificationCount(
+                hour: hour, provider: provider, account: account, verdict: verdict, reason: reason, count: 1))
+        }
+    }
+
+    /// Adds the counts of the batch's notifications so far to `notification_counts`: before the
+    /// batch commits, and before a statement reads or moves a count.
+    func writeCounts() throws {
+        guard !effects.counts.isEmpty else { return }
+        let upsert = try RawStatement(self, .notificationCount)
+        for count in effects.counts {
+            try upsert.run(
+                .text(count.hour), .text(count.provider), .text(count.account), .text(count.verdict.rawValue),
+                .text(count.reason ?? ""), .int(Int64(count.count)))
+        }
+        effects.counts.removeAll(keepingCapacity: true)
+    }
 }
 
-/// What one batch wrote that readers wait for; written and read on the writer queue only.
+/// What one batch wrote that readers wait for, and the hourly counts it has yet to write;
+/// written and read on the writer queue only.
 final class BatchEffects: @unchecked Sendable {
     var events = 0
+    var counts: [HourlyNotificationCount] = []
 }
 
 /// The write path's statements, taken from GRDB's statement cache once per batch: a lookup

@@ -75,6 +75,8 @@ enum Recorder {
                     WHERE provider = ? AND account = ? AND link_key = ? AND verdict = 'duplicate' AND order_id IS NULL
                     """).execute(arguments: [orderID, order.orderRef, scope.provider, scope.account, key])
             }
+            // Moving a count reads it: the batch's counts so far are written first.
+            if !plan.waitingUpdates.isEmpty { try tx.writeCounts() }
             for update in plan.waitingUpdates {
                 switch update {
                 case .applied(let id, let verdict, let reason, let detail):
@@ -142,10 +144,10 @@ enum Recorder {
             .text(notification?.amount?.currency), .text(planned.detailJSON), .text(planned.pendingEffect),
             .int(request.reverifiedFrom), .int(request.inquiryID))
         let id = tx.db.lastInsertedRowID
-        // The overview's hourly count (`notification_counts`), in the same transaction.
-        try RawStatement(tx, .notificationCount).run(
-            .text(HourlyNotificationCount.hour(of: request.receivedAt)), .text(request.provider), .text(request.account),
-            .text(planned.verdict.rawValue), .text(planned.reason ?? ""))
+        // The overview's hourly count (`notification_counts`), written before the batch commits.
+        tx.countNotification(
+            receivedAt: request.receivedAt, provider: request.provider, account: request.account, verdict: planned.verdict,
+            reason: planned.reason)
         return id
     }
 }
