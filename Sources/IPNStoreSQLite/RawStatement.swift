@@ -40,6 +40,20 @@ struct RawStatement {
         }
     }
 
+    /// Runs a query with `values` bound to its parameters in order, and reads each row with `read`.
+    func all<T>(_ values: RawValue..., read: (Row) throws -> T) throws -> [T] {
+        try withBindings(values) {
+            var rows: [T] = []
+            while true {
+                switch sqlite3_step(handle) {
+                case SQLITE_ROW: rows.append(try read(Row(handle: handle)))
+                case SQLITE_DONE: return rows
+                case let code: throw error(code)
+                }
+            }
+        }
+    }
+
     /// Binds `values` for the length of `body`. Every text and blob is copied once into one
     /// buffer that SQLite reads in place (SQLITE_STATIC) rather than each into its own
     /// allocation; the statement is reset and its bindings cleared before the buffer is freed.
@@ -210,10 +224,12 @@ final class WriteStatements {
     }
 }
 
-/// The statements every notification runs.
+/// The statements every notification runs, and those of payment links, refunds and waiting
+/// notifications (one notification in five, in the bench's mix, registers a link).
 enum WriteSQL: Int, CaseIterable {
     case dedupKeyLookup, deliveryOrder, dedupKeyInsert, notificationInsert, transitionInsert, refundInsert
     case orderByRef, orderByID, orderInsert, orderUpdate, eventInsert, deliveryInsert, notificationCount
+    case linkLookup, linkInsert, waitingByLink, refundsOfOrder, transitionExists, refundCurrency
 
     /// The columns `SQLiteFactsReader` reads an order from, in its order.
     private static let orderColumns = """
@@ -280,6 +296,24 @@ enum WriteSQL: Int, CaseIterable {
             """
         case .notificationCount:
             NotificationCounts.incrementSQL
+        case .linkLookup:
+            "SELECT order_id FROM payment_links WHERE provider = ? AND account = ? AND link_key = ?"
+        case .linkInsert:
+            "INSERT OR IGNORE INTO payment_links (provider, account, link_key, order_id) VALUES (?, ?, ?, ?)"
+        case .waitingByLink:
+            """
+            SELECT id, pending_effect FROM notifications
+            WHERE provider = ? AND account = ? AND link_key = ? AND verdict = 'unlinked' ORDER BY id
+            """
+        case .refundsOfOrder:
+            "SELECT refund_id, amount_minor FROM refunds WHERE order_id = ?"
+        case .transitionExists:
+            "SELECT EXISTS (SELECT 1 FROM transitions WHERE order_id = ?)"
+        case .refundCurrency:
+            """
+            SELECT currency FROM notifications
+            WHERE order_id = ? AND kind = 'refund' AND verdict = 'applied' AND currency IS NOT NULL LIMIT 1
+            """
         }
     }
 }

@@ -66,8 +66,7 @@ enum Recorder {
         if let order = plan.order?.order, let orderID {
             let scope = order.scope
             if let key = plan.linkToRegister {
-                try db.cachedStatement(sql: "INSERT OR IGNORE INTO payment_links (provider, account, link_key, order_id) VALUES (?, ?, ?, ?)")
-                    .execute(arguments: [scope.provider, scope.account, key, orderID])
+                try RawStatement(tx, .linkInsert).run(.text(scope.provider), .text(scope.account), .text(key), .int(orderID))
             }
             if let key = plan.adoptWaitingDuplicates {
                 try db.cachedStatement(sql: """
@@ -174,47 +173,36 @@ struct SQLiteFactsReader: FactsReader {
     }
 
     func linkedOrder(scope: Scope, linkKey: String) throws -> StoredOrder? {
-        guard let orderID = try Int64.fetchOne(
-            tx.db.cachedStatement(sql: "SELECT order_id FROM payment_links WHERE provider = ? AND account = ? AND link_key = ?"),
-            arguments: [scope.provider, scope.account, linkKey]
-        ) else { return nil }
+        guard let orderID = try linkedOrderID(scope: scope, linkKey: linkKey) else { return nil }
         return try RawStatement(tx, .orderByID).first(.int(orderID), read: Self.order)
     }
 
     func linkExists(scope: Scope, linkKey: String) throws -> Bool {
-        try Bool.fetchOne(
-            tx.db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM payment_links WHERE provider = ? AND account = ? AND link_key = ?)"),
-            arguments: [scope.provider, scope.account, linkKey]) ?? false
+        try linkedOrderID(scope: scope, linkKey: linkKey) != nil
+    }
+
+    private func linkedOrderID(scope: Scope, linkKey: String) throws -> Int64? {
+        try RawStatement(tx, .linkLookup).first(.text(scope.provider), .text(scope.account), .text(linkKey)) { $0.int(0) } ?? nil
     }
 
     func waitingNotifications(scope: Scope, linkKey: String) throws -> [WaitingNotification] {
-        try Row.fetchAll(
-            tx.db.cachedStatement(sql: """
-                SELECT id, pending_effect FROM notifications
-                WHERE provider = ? AND account = ? AND link_key = ? AND verdict = 'unlinked' ORDER BY id
-                """),
-            arguments: [scope.provider, scope.account, linkKey]
-        ).map { WaitingNotification(id: $0["id"], pendingEffect: $0["pending_effect"]) }
+        try RawStatement(tx, .waitingByLink).all(.text(scope.provider), .text(scope.account), .text(linkKey)) { row in
+            WaitingNotification(id: row.int(0) ?? 0, pendingEffect: row.text(1))
+        }
     }
 
     func refunds(orderID: Int64) throws -> [StoredRefund] {
-        try Row.fetchAll(
-            tx.db.cachedStatement(sql: "SELECT refund_id, amount_minor FROM refunds WHERE order_id = ?"), arguments: [orderID]
-        ).map { StoredRefund(refundID: $0["refund_id"], amountMinor: $0["amount_minor"]) }
+        try RawStatement(tx, .refundsOfOrder).all(.int(orderID)) { row in
+            StoredRefund(refundID: row.text(0) ?? "", amountMinor: row.int(1))
+        }
     }
 
     func hasTransitions(orderID: Int64) throws -> Bool {
-        try Bool.fetchOne(
-            tx.db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM transitions WHERE order_id = ?)"), arguments: [orderID]) ?? true
+        try RawStatement(tx, .transitionExists).first(.int(orderID)) { $0.int(0) }.map { $0 != 0 } ?? true
     }
 
     func refundCurrency(orderID: Int64) throws -> String? {
-        try String.fetchOne(
-            tx.db.cachedStatement(sql: """
-                SELECT currency FROM notifications
-                WHERE order_id = ? AND kind = 'refund' AND verdict = 'applied' AND currency IS NOT NULL LIMIT 1
-                """),
-            arguments: [orderID])
+        try RawStatement(tx, .refundCurrency).first(.int(orderID)) { $0.text(0) } ?? nil
     }
 
     /// Reads the order's columns (`WriteSQL.orderColumns`) from `row`.
