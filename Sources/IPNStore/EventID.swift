@@ -14,17 +14,10 @@ public enum EventID {
     private struct State {
         var millis: Int64 = 0
         var counter: UInt64 = 0
-        /// SplitMix64 (Steele, Lea, Flood 2014), seeded from the system's generator once: one
-        /// system call per process, not per event.
-        var random = UInt64.random(in: .min ... .max)
+        /// Seeded from the system's generator once: one system call per process, not per event.
+        var random = SplitMix64(seed: .random(in: .min ... .max))
 
-        mutating func nextRandom() -> UInt64 {
-            random &+= 0x9E37_79B9_7F4A_7C15
-            var z = random
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
+        mutating func nextRandom() -> UInt64 { random.next() }
     }
 
     private static let state = Locked(State())
