@@ -63,10 +63,11 @@ enum ConsoleQueries {
 
 /// The hourly notification counts (`notification_counts`), kept in the write transaction.
 enum NotificationCounts {
-    /// The statement the write path runs once per stored notification (`WriteSQL.notificationCount`).
+    /// The statement the write path runs once per key and batch, with the batch's count
+    /// (`WriteSQL.notificationCount`, `WriteContext.writeCounts`).
     static let incrementSQL = """
-        INSERT INTO notification_counts (hour, provider, account, verdict, reason, count) VALUES (?, ?, ?, ?, ?, 1)
-        ON CONFLICT (hour, provider, account, verdict, reason) DO UPDATE SET count = count + 1
+        INSERT INTO notification_counts (hour, provider, account, verdict, reason, count) VALUES (?, ?, ?, ?, ?, ?)
+        ON CONFLICT (hour, provider, account, verdict, reason) DO UPDATE SET count = count + excluded.count
         """
 
     /// The columns of a stored notification's count, read from its row.

@@ -174,6 +174,7 @@ final class GroupCommitWriter: Sendable {
                     let context = WriteContext(
                         db: db, now: now, statements: WriteStatements(db), routes: routes, schedule: schedule, effects: effects)
                     for job in batch { try job.run(context) }
+                    try context.writeCounts()
                     return .commit
                 }
             }

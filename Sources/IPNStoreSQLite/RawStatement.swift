@@ -40,6 +40,20 @@ struct RawStatement {
         }
     }
 
+    /// Runs a query with `values` bound to its parameters in order, and reads each row with `read`.
+    func all<T>(_ values: RawValue..., read: (Row) throws -> T) throws -> [T] {
+        try withBindings(values) {
+            var rows: [T] = []
+            while true {
+                switch sqlite3_step(handle) {
+                case SQLITE_ROW: rows.append(try read(Row(handle: handle)))
+                case SQLITE_DONE: return rows
+                case let code: throw error(code)
+                }
+            }
+        }
+    }
+
     /// Binds `values` for the length of `body`. Every text and blob is copied once into one
     /// buffer that SQLite reads in place (SQLITE_STATIC) rather than each into its own
     /// allocation; the statement is reset and its bindings cleared before the buffer is freed.
@@ -154,11 +168,42 @@ struct WriteContext {
     /// Notes that the batch wrote an event (the feed's readers and the delivery service are told
     /// once it commits).
     func wroteEvents() { effects.events += 1 }
+
+    /// Counts a stored notification in the overview's hourly counts (`notification_counts`).
+    /// The batch adds its counts up and writes them with `writeCounts` before it commits: one
+    /// upsert per hour, provider, account, verdict and reason instead of one per notification.
+    func countNotification(receivedAt: String, provider: String, account: String, verdict: Verdict, reason: String?) {
+        let hour = HourlyNotificationCount.hour(of: receivedAt)
+        // A batch's notifications share a few keys: a scan finds them sooner than hashing five strings.
+        if let index = effects.counts.firstIndex(where: {
+            $0.verdict == verdict && $0.provider == provider && $0.account == account && $0.reason == reason && $0.hour == hour
+        }) {
+            effects.counts[index].count += 1
+        } else {
+            effects.counts.append(HourlyNotificationCount(
+                hour: hour, provider: provider, account: account, verdict: verdict, reason: reason, count: 1))
+        }
+    }
+
+    /// Adds the counts of the batch's notifications so far to `notification_counts`: before the
+    /// batch commits, and before a statement reads or moves a count.
+    func writeCounts() throws {
+        guard !effects.counts.isEmpty else { return }
+        let upsert = try RawStatement(self, .notificationCount)
+        for count in effects.counts {
+            try upsert.run(
+                .text(count.hour), .text(count.provider), .text(count.account), .text(count.verdict.rawValue),
+                .text(count.reason ?? ""), .int(Int64(count.count)))
+        }
+        effects.counts.removeAll(keepingCapacity: true)
+    }
 }
 
-/// What one batch wrote that readers wait for; written and read on the writer queue only.
+/// What one batch wrote that readers wait for, and the hourly counts it has yet to write;
+/// written and read on the writer queue only.
 final class BatchEffects: @unchecked Sendable {
     var events = 0
+    var counts: [HourlyNotificationCount] = []
 }
 
 /// The write path's statements, taken from GRDB's statement cache once per batch: a lookup
@@ -179,10 +224,12 @@ final class WriteStatements {
     }
 }
 
-/// The statements every notification runs.
+/// The statements every notification runs, and those of payment links, refunds and waiting
+/// notifications (one notification in five, in the bench's mix, registers a link).
 enum WriteSQL: Int, CaseIterable {
     case dedupKeyLookup, deliveryOrder, dedupKeyInsert, notificationInsert, transitionInsert, refundInsert
     case orderByRef, orderByID, orderInsert, orderUpdate, eventInsert, deliveryInsert, notificationCount
+    case linkLookup, linkInsert, waitingByLink, refundsOfOrder, transitionExists, refundCurrency
 
     /// The columns `SQLiteFactsReader` reads an order from, in its order.
     private static let orderColumns = """
@@ -249,6 +296,24 @@ enum WriteSQL: Int, CaseIterable {
             """
         case .notificationCount:
             NotificationCounts.incrementSQL
+        case .linkLookup:
+            "SELECT order_id FROM payment_links WHERE provider = ? AND account = ? AND link_key = ?"
+        case .linkInsert:
+            "INSERT OR IGNORE INTO payment_links (provider, account, link_key, order_id) VALUES (?, ?, ?, ?)"
+        case .waitingByLink:
+            """
+            SELECT id, pending_effect FROM notifications
+            WHERE provider = ? AND account = ? AND link_key = ? AND verdict = 'unlinked' ORDER BY id
+            """
+        case .refundsOfOrder:
+            "SELECT refund_id, amount_minor FROM refunds WHERE order_id = ?"
+        case .transitionExists:
+            "SELECT EXISTS (SELECT 1 FROM transitions WHERE order_id = ?)"
+        case .refundCurrency:
+            """
+            SELECT currency FROM notifications
+            WHERE order_id = ? AND kind = 'refund' AND verdict = 'applied' AND currency IS NOT NULL LIMIT 1
+            """
         }
     }
 }

@@ -66,8 +66,7 @@ enum Recorder {
         if let order = plan.order?.order, let orderID {
             let scope = order.scope
             if let key = plan.linkToRegister {
-                try db.cachedStatement(sql: "INSERT OR IGNORE INTO payment_links (provider, account, link_key, order_id) VALUES (?, ?, ?, ?)")
-                    .execute(arguments: [scope.provider, scope.account, key, orderID])
+                try RawStatement(tx, .linkInsert).run(.text(scope.provider), .text(scope.account), .text(key), .int(orderID))
             }
             if let key = plan.adoptWaitingDuplicates {
                 try db.cachedStatement(sql: """
@@ -75,6 +74,8 @@ enum Recorder {
                     WHERE provider = ? AND account = ? AND link_key = ? AND verdict = 'duplicate' AND order_id IS NULL
                     """).execute(arguments: [orderID, order.orderRef, scope.provider, scope.account, key])
             }
+            // Moving a count reads it: the batch's counts so far are written first.
+            if !plan.waitingUpdates.isEmpty { try tx.writeCounts() }
             for update in plan.waitingUpdates {
                 switch update {
                 case .applied(let id, let verdict, let reason, let detail):
@@ -91,7 +92,7 @@ enum Recorder {
             }
             for event in plan.events {
                 try RawStatement(tx, .eventInsert).run(
-                    .text(UUID().uuidString.lowercased()), .text(event.type.rawValue), .text(tx.now), .text(scope.provider),
+                    .text(EventID.next()), .text(event.type.rawValue), .text(tx.now), .text(scope.provider),
                     .text(scope.account), .int(orderID), .text(order.orderRef), .text(event.orderJSON),
                     .text(event.from?.rawValue), .text(event.to.rawValue), .text(event.flag), .int(event.cause.notificationID(planned: notificationID)),
                     .text(event.providerStatus))
@@ -142,10 +143,10 @@ enum Recorder {
             .text(notification?.amount?.currency), .text(planned.detailJSON), .text(planned.pendingEffect),
             .int(request.reverifiedFrom), .int(request.inquiryID))
         let id = tx.db.lastInsertedRowID
-        // The overview's hourly count (`notification_counts`), in the same transaction.
-        try RawStatement(tx, .notificationCount).run(
-            .text(HourlyNotificationCount.hour(of: request.receivedAt)), .text(request.provider), .text(request.account),
-            .text(planned.verdict.rawValue), .text(planned.reason ?? ""))
+        // The overview's hourly count (`notification_counts`), written before the batch commits.
+        tx.countNotification(
+            receivedAt: request.receivedAt, provider: request.provider, account: request.account, verdict: planned.verdict,
+            reason: planned.reason)
         return id
     }
 }
@@ -172,47 +173,36 @@ struct SQLiteFactsReader: FactsReader {
     }
 
     func linkedOrder(scope: Scope, linkKey: String) throws -> StoredOrder? {
-        guard let orderID = try Int64.fetchOne(
-            tx.db.cachedStatement(sql: "SELECT order_id FROM payment_links WHERE provider = ? AND account = ? AND link_key = ?"),
-            arguments: [scope.provider, scope.account, linkKey]
-        ) else { return nil }
+        guard let orderID = try linkedOrderID(scope: scope, linkKey: linkKey) else { return nil }
         return try RawStatement(tx, .orderByID).first(.int(orderID), read: Self.order)
     }
 
     func linkExists(scope: Scope, linkKey: String) throws -> Bool {
-        try Bool.fetchOne(
-            tx.db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM payment_links WHERE provider = ? AND account = ? AND link_key = ?)"),
-            arguments: [scope.provider, scope.account, linkKey]) ?? false
+        try linkedOrderID(scope: scope, linkKey: linkKey) != nil
+    }
+
+    private func linkedOrderID(scope: Scope, linkKey: String) throws -> Int64? {
+        try RawStatement(tx, .linkLookup).first(.text(scope.provider), .text(scope.account), .text(linkKey)) { $0.int(0) } ?? nil
     }
 
     func waitingNotifications(scope: Scope, linkKey: String) throws -> [WaitingNotification] {
-        try Row.fetchAll(
-            tx.db.cachedStatement(sql: """
-                SELECT id, pending_effect FROM notifications
-                WHERE provider = ? AND account = ? AND link_key = ? AND verdict = 'unlinked' ORDER BY id
-                """),
-            arguments: [scope.provider, scope.account, linkKey]
-        ).map { WaitingNotification(id: $0["id"], pendingEffect: $0["pending_effect"]) }
+        try RawStatement(tx, .waitingByLink).all(.text(scope.provider), .text(scope.account), .text(linkKey)) { row in
+            WaitingNotification(id: row.int(0) ?? 0, pendingEffect: row.text(1))
+        }
     }
 
     func refunds(orderID: Int64) throws -> [StoredRefund] {
-        try Row.fetchAll(
-            tx.db.cachedStatement(sql: "SELECT refund_id, amount_minor FROM refunds WHERE order_id = ?"), arguments: [orderID]
-        ).map { StoredRefund(refundID: $0["refund_id"], amountMinor: $0["amount_minor"]) }
+        try RawStatement(tx, .refundsOfOrder).all(.int(orderID)) { row in
+            StoredRefund(refundID: row.text(0) ?? "", amountMinor: row.int(1))
+        }
     }
 
     func hasTransitions(orderID: Int64) throws -> Bool {
-        try Bool.fetchOne(
-            tx.db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM transitions WHERE order_id = ?)"), arguments: [orderID]) ?? true
+        try RawStatement(tx, .transitionExists).first(.int(orderID)) { $0.int(0) }.map { $0 != 0 } ?? true
     }
 
     func refundCurrency(orderID: Int64) throws -> String? {
-        try String.fetchOne(
-            tx.db.cachedStatement(sql: """
-                SELECT currency FROM notifications
-                WHERE order_id = ? AND kind = 'refund' AND verdict = 'applied' AND currency IS NOT NULL LIMIT 1
-                """),
-            arguments: [orderID])
+        try RawStatement(tx, .refundCurrency).first(.int(orderID)) { $0.text(0) } ?? nil
     }
 
     /// Reads the order's columns (`WriteSQL.orderColumns`) from `row`.

@@ -51,6 +51,37 @@ struct ConsoleReadTests {
         ])
     }
 
+    @Test("counts stay exact when one commit holds waiting refunds, their payments, duplicates and rejected requests",
+          arguments: Backend.allCases)
+    func countsWithinOneCommit(backend: Backend) async throws {
+        let test = try await StoreUnderTest.make(backend)
+        // Sent at once, the writer takes them into a few batches, in no set order: a refund may
+        // wait (unlinked) for its payment and be moved to applied in the same commit, or come after it.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<40 {
+                let amount = Money(minor: 4200, currency: "SGD")
+                group.addTask { _ = try await test.record(refund("refund-\(index)", id: "R\(index)", amount: amount, order: nil, link: .requires("P\(index)"))) }
+                group.addTask {
+                    _ = try await test.record(notification(
+                        "payment-\(index)", .transition(.paid), order: "PAY-\(index)", amount: amount, link: .registers("P\(index)")))
+                }
+                group.addTask { _ = try await test.record(notification("payment-\(index % 5)", .transition(.paid), order: "PAY-\(index % 5)")) }
+                group.addTask { _ = try await test.store.record(.rejected(request(), Rejection(.badSignature, "no"))) }
+            }
+            try await group.waitForAll()
+        }
+        var stored: [String: Int] = [:]
+        for verdict in ["applied", "duplicate", "unlinked", "mismatch", "stale", "rejected"] {
+            for reason in ["-", "bad_signature", "amount_mismatch"] {
+                let condition = reason == "-" ? "reason IS NULL" : "reason = '\(reason)'"
+                let count = try await test.count("SELECT COUNT(*) FROM notifications WHERE verdict = '\(verdict)' AND \(condition)")
+                if count > 0 { stored["\(verdict)/\(reason)"] = count }
+            }
+        }
+        #expect(stored.values.reduce(0, +) == 160)
+        #expect(tally(try await test.store.notificationCounts(since: "2026-01-01T00:00:00.000Z")) == stored)
+    }
+
     @Test("flagged orders: how many carry amount_mismatch, newest first", arguments: Backend.allCases)
     func flagged(backend: Backend) async throws {
         let test = try await StoreUnderTest.make(backend)

@@ -44,6 +44,10 @@ struct EventTests {
         let events = try await test.allEvents()
         #expect(events.map(\.seq) == Array(1...Int64(events.count)))
         #expect(Set(events.map(\.id)).count == events.count)
+        if backend == .sqlite {
+            // Time-ordered ids (EventID): each lands at the end of the ids' unique index.
+            #expect(events.map(\.id) == events.map(\.id).sorted())
+        }
         // Every transition has its event, in the same order.
         let detail = try #require(try await test.order("O1"))
         let changes = events.filter { $0.type == .stateChanged }

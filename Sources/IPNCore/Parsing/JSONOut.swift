@@ -2,7 +2,7 @@ import IPNCore
 
 /// A JSON value written by ipnd for people and scripts: members keep their order and absent
 /// values are written as `null`, never omitted.
-public indirect enum JSONOut: Sendable, Equatable {
+public enum JSONOut: Sendable, Equatable {
     case null
     case bool(Bool)
     case int(Int64)
@@ -22,9 +22,12 @@ public indirect enum JSONOut: Sendable, Equatable {
 
     /// Compact JSON text on one line.
     public var text: String {
-        var out = ""
+        // Into bytes, each string escaped in place: every event writes its order object, and
+        // concatenating `String`s member by member cost several times the bytes' own copying.
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
         write(into: &out)
-        return out
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// The member named `key` of an object.
@@ -56,28 +59,29 @@ public indirect enum JSONOut: Sendable, Equatable {
         }
     }
 
-    private func write(into out: inout String) {
+    private func write(into out: inout [UInt8]) {
         switch self {
-        case .null: out += "null"
-        case .bool(let value): out += value ? "true" : "false"
-        case .int(let value): out += String(value)
-        case .string(let value): out += "\"" + JSONText.escape(value) + "\""
-        case .verbatim(let text): out += text
+        case .null: out.append(contentsOf: "null".utf8)
+        case .bool(let value): out.append(contentsOf: (value ? "true" : "false").utf8)
+        case .int(let value): out.append(contentsOf: String(value).utf8)
+        case .string(let value): JSONText.appendQuoted(value, to: &out)
+        case .verbatim(let text): out.append(contentsOf: text.utf8)
         case .array(let items):
-            out += "["
+            out.append(UInt8(ascii: "["))
             for (index, item) in items.enumerated() {
-                if index > 0 { out += "," }
+                if index > 0 { out.append(UInt8(ascii: ",")) }
                 item.write(into: &out)
             }
-            out += "]"
+            out.append(UInt8(ascii: "]"))
         case .object(let members):
-            out += "{"
+            out.append(UInt8(ascii: "{"))
             for (index, member) in members.enumerated() {
-                if index > 0 { out += "," }
-                out += "\"" + JSONText.escape(member.key) + "\":"
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                JSONText.appendQuoted(member.key, to: &out)
+                out.append(UInt8(ascii: ":"))
                 member.value.write(into: &out)
             }
-            out += "}"
+            out.append(UInt8(ascii: "}"))
         }
     }
 }

@@ -301,7 +301,7 @@ public struct RecordingPlanner: Sendable {
         let scope = working.scope
         return PlannedEvent(
             type: type, from: from, to: to, flag: flag, cause: cause, providerStatus: providerStatus,
-            orderJSON: working.order?.order.json.text ?? "null",
+            orderJSON: working.order?.order.jsonText ?? "null",
             routes: routes.filter { $0.matches(type: type, provider: scope.provider, account: scope.account) }.map(\.name))
     }
 
