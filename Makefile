@@ -65,6 +65,7 @@ TEST_PACKAGES := systemd postgresql chromium chromium-driver fonts-dejavu-core
 IPND_TEST_ARTIFACTS ?= $(CURDIR)/.build/test-artifacts
 
 test: deps
+	scripts/check-ignored-sources.sh
 	@scripts/install-system-packages.sh $(TEST_PACKAGES) $(DEB_PACKAGES)
 	@scripts/install-python-packages.sh
 	chmod 600 config/ipnd.dev.yaml
