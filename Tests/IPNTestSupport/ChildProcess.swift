@@ -20,7 +20,11 @@ public final class ChildProcess: @unchecked Sendable {
     public var arguments: [String]?
     /// nil: this process's environment.
     public var environment: [String: String]?
-    /// A `Pipe` or a `FileHandle`; nil: inherited.
+    /// A `Pipe` or a `FileHandle`; nil: inherited for standard input; for output and errors, a
+    /// pipe of the child's own whose bytes a thread of this process copies to its own stdout or
+    /// stderr. The copy keeps a child that outlives this process (a crashed test leaves its
+    /// daemons running) from holding `swift test`'s pipe open: the run then ends with the crash
+    /// rather than waiting for the orphans until its time limit.
     public var standardInput: Any?
     public var standardOutput: Any?
     public var standardError: Any?
@@ -51,8 +55,16 @@ public final class ChildProcess: @unchecked Sendable {
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         var parentCopiesToClose: [ObjectIdentifier: FileHandle] = [:]
+        var forwards: [(read: Int32, write: Int32, target: Int32)] = []
+        defer { for forward in forwards { close(forward.write) } }
         for (target, stream) in [(Int32(0), standardInput), (1, standardOutput), (2, standardError)] {
             switch stream {
+            case nil where target != 0:
+                var ends: [Int32] = [0, 0]
+                // Not inherited by other children: each spawn closes every descriptor from 3 up.
+                guard pipe(&ends) == 0 else { break }
+                forwards.append((read: ends[0], write: ends[1], target: target))
+                posix_spawn_file_actions_adddup2(&actions, ends[1], target)
             case let pipe as Pipe:
                 let childEnd = target == 0 ? pipe.fileHandleForReading : pipe.fileHandleForWriting
                 posix_spawn_file_actions_adddup2(&actions, childEnd.fileDescriptor, target)
@@ -89,9 +101,35 @@ public final class ChildProcess: @unchecked Sendable {
 
         var child: pid_t = 0
         let result = posix_spawn(&child, path, &actions, &attributes, argv, envp)
-        guard result == 0 else { throw LaunchError(path: path, code: result) }
+        guard result == 0 else {
+            for forward in forwards { close(forward.read) }
+            throw LaunchError(path: path, code: result)
+        }
         lock.withLock { pid = child }
         for handle in parentCopiesToClose.values { try? handle.close() }
+        for forward in forwards { Self.copy(from: forward.read, to: forward.target) }
+    }
+
+    /// Copies what arrives on `source` to `target` on a thread of its own until the writers
+    /// close it, then closes `source`.
+    private static func copy(from source: Int32, to target: Int32) {
+        let thread = Thread {
+            var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+            while true {
+                let count = buffer.withUnsafeMutableBytes { read(source, $0.baseAddress, $0.count) }
+                if count < 0, errno == EINTR { continue }
+                guard count > 0 else { break }
+                var written = 0
+                while written < count {
+                    let result = buffer.withUnsafeBytes { write(target, $0.baseAddress! + written, count - written) }
+                    if result < 0, errno == EINTR { continue }
+                    guard result > 0 else { break }
+                    written += result
+                }
+            }
+            close(source)
+        }
+        thread.start()
     }
 
     /// Whether the child has not exited yet (reaps it when it has).

@@ -17,7 +17,7 @@ enum PythonTool {
         process.arguments = ["python3", repositoryRoot.appendingPathComponent("tools/\(script)").path] + arguments
         let out = Pipe()
         process.standardOutput = out
-        process.standardError = FileHandle.standardError
+        // Its errors reach ours through ChildProcess's copy (nil), not our own descriptor.
         try process.run()
         var line: [UInt8] = []
         let reader = out.fileHandleForReading
