@@ -49,18 +49,21 @@ for round in $(seq "$RECONCILE_ROUNDS"); do
         scripts/wait-ready.sh "$PORT" 10
         sleep 2
         ASKED0=$(asked_so_far)
+        ASKED_FROM=$(date +%s.%N)
         echo "== round $round, reconciliation $mode: unique notifications, wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s"
         RESULT=$(pass -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" -s bench/replay.lua "http://127.0.0.1:$PORT" \
             -- "$WORK/reconcile-requests.bin" "$THREADS")
         ASKED1=$(asked_so_far)
-        echo "$RESULT asked=$((ASKED1 - ASKED0))"
+        # Over the wall time between the two counts (the pass waits for a quiet host first).
+        ASKED_SECONDS=$(awk -v a="$ASKED_FROM" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+        echo "$RESULT asked=$((ASKED1 - ASKED0)) asked_seconds=$ASKED_SECONDS"
         kill -TERM "$PID"; wait "$PID" || true; PID=
         rm -f "$WORK/reconcile-$mode.sqlite"*
         if [ "$mode" = off ]; then
             OFF_RPS+=("$(field rps "$RESULT")")
         else
             ON_RPS+=("$(field rps "$RESULT")")
-            ASKED_RATES+=("$(awk -v n=$((ASKED1 - ASKED0)) -v d="$DURATION" 'BEGIN { printf "%.0f", n / d }')")
+            ASKED_RATES+=("$(awk -v n=$((ASKED1 - ASKED0)) -v d="$ASKED_SECONDS" 'BEGIN { printf "%.0f", n / d }')")
         fi
     done
 done
@@ -82,5 +85,5 @@ unique, reconcile on  ${ON_RPS[*]} /s (mean $ON_MEAN), asking ${ASKED_RATES[*]} 
 EOF
 target() { printf '%-20s %-48s %-7s %s\n' "$1" "$2" "$(awk "BEGIN { print ($3) ? \"met\" : \"missed\" }")" "$4"; }
 target "reconciliation" "finding a batch of due orders < 10 ms (p99)" "$(field due_read_p99_ms "$DUE_RESULT") < 10" "$(field due_read_p99_ms "$DUE_RESULT") ms (the index read; with the lease's commit $(field claim_p99_ms "$DUE_RESULT") ms)"
-target "" "asks at its configured rate (100/s)" "$ASKED_MEAN >= 95" "$ASKED_MEAN/s"
+target "" "asks at its configured rate (100/s)" "$ASKED_MEAN >= 95 && $ASKED_MEAN <= 101" "$ASKED_MEAN/s"
 target "" "unique with reconciliation >= 95% of without" "$RECONCILE_SHARE >= 95" "$RECONCILE_SHARE %"

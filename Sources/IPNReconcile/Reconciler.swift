@@ -33,7 +33,7 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
 
         /// How long a claim holds an order: a token request and the inquiry, each within the
         /// timeout, the wait for the account's pacing slot, and a margin.
-        var leaseMillis: Int64 { Int64(timeoutSeconds) * 2_000 + Reconciler.pollMillis + 5_000 }
+        var leaseMillis: Int64 { Int64(timeoutSeconds) * 2_000 + Reconciler.claimHorizonMillis + 5_000 }
     }
 
     /// An account with an `inquiry` section.
@@ -49,6 +49,9 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
 
     /// How often the loop looks for due orders without being woken.
     static let pollMillis: Int64 = 250
+    /// How far ahead a round claims the account's pacing slots: two polls, so that a steady
+    /// rate is claimed a few batches a second rather than one order per write.
+    static let claimHorizonMillis: Int64 = 2 * pollMillis
     /// Notifications being recorded at once that make the reconciler wait (as delivery does).
     static let busyRecording = 4
     static let maxYield: Duration = .milliseconds(100)
@@ -199,7 +202,7 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
             let wanted = state.withLock { state -> Int in
                 let free = state.settings.maxInFlight - state.inFlight
                 guard free > 0, !state.stopping else { return 0 }
-                return min(free, Self.claimLimit, state.pacer.available(account.scope, now: now, horizon: Self.pollMillis))
+                return min(free, Self.claimLimit, state.pacer.available(account.scope, now: now, horizon: Self.claimHorizonMillis))
             }
             guard wanted > 0 else { continue }
             let due: [DueOrder]
@@ -229,8 +232,13 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
     /// One scheduled inquiry: waits for its slot, asks, records, and frees the slot.
     private func perform(_ order: DueOrder, account: Account, claim: InquiryClaim, startAt: Int64) async {
         defer {
-            state.withLock { $0.inFlight -= 1 }
-            wakeups.signal()
+            // The loop is woken early only when every slot was taken: otherwise its next poll
+            // claims what this slot's end allows, in one write with the rest.
+            let wasFull = state.withLock { state -> Bool in
+                defer { state.inFlight -= 1 }
+                return state.inFlight >= state.settings.maxInFlight
+            }
+            if wasFull { wakeups.signal() }
         }
         while WallClock.millis() < startAt {
             if state.withLock({ $0.stopping }) { break }
