@@ -34,6 +34,9 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
         /// How long a claim holds an order: a token request and the inquiry, each within the
         /// timeout, the wait for the account's pacing slot, and a margin.
         var leaseMillis: Int64 { Int64(timeoutSeconds) * 2_000 + Reconciler.claimHorizonMillis + 5_000 }
+
+        /// How many of one account's pacing slots fall within a claim's horizon.
+        var slotsPerHorizon: Int { perAccountPerMinute * Int(Reconciler.claimHorizonMillis) / 60_000 + 1 }
     }
 
     /// An account with an `inquiry` section.
@@ -77,7 +80,10 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
         var settings: Settings
         var accounts: [Account]
         var pacer: AccountPacer
+        /// Claimed orders not finished yet: waiting for their pacing slot or on the wire.
         var inFlight = 0
+        /// Inquiries on the wire (`max_in_flight` at most).
+        var onWire = 0
         var stopping = false
         /// Claims waiting for their pacing slot, by order id: given back on shutdown.
         var waiting: [Int64: InquiryClaim] = [:]
@@ -85,6 +91,10 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
         var unauthorizedLogged: [Scope: Int64] = [:]
         /// Where the next round starts among the accounts (fair to each).
         var nextAccount = 0
+
+        /// The most orders claimed at once: those on the wire and each account's pacing slots
+        /// within a claim's horizon.
+        var claimCap: Int { settings.maxInFlight + settings.slotsPerHorizon * max(1, accounts.count) }
     }
 
     public init(
@@ -124,9 +134,9 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
                 while !state.withLock({ $0.stopping }), !Task.isCancelled {
                     let generation = wakeups.generation
                     await yieldToProviders()
-                    for (order, account, claim, startAt) in await claimRound() {
+                    for claimed in await claimRound() {
                         group.addTask(executorPreference: threads.executor(0)) { [self] in
-                            await perform(order, account: account, claim: claim, startAt: startAt)
+                            await perform(claimed)
                         }
                     }
                     // Until an inquiry ends or the poll interval passes.
@@ -189,18 +199,22 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
 
     // MARK: The loop
 
+    /// An order claimed by a round: when its pacing slot starts and when its lease ends (Unix ms).
+    private typealias ClaimedOrder = (order: DueOrder, account: Account, claim: InquiryClaim, startAt: Int64, leaseEnd: Int64)
+
     /// Claims what the free slots and the accounts' pacing allow, each order with its slot.
-    private func claimRound() async -> [(DueOrder, Account, InquiryClaim, Int64)] {
+    private func claimRound() async -> [ClaimedOrder] {
         let (accounts, settings, start) = state.withLock { state in
             (state.accounts, state.settings, state.nextAccount)
         }
         guard !accounts.isEmpty else { return [] }
-        var started: [(DueOrder, Account, InquiryClaim, Int64)] = []
+        var started: [ClaimedOrder] = []
+        let leaseMillis = settings.leaseMillis
         for offset in 0..<accounts.count {
             let account = accounts[(start + offset) % accounts.count]
             let now = WallClock.millis()
             let wanted = state.withLock { state -> Int in
-                let free = state.settings.maxInFlight - state.inFlight
+                let free = state.claimCap - state.inFlight
                 guard free > 0, !state.stopping else { return 0 }
                 return min(free, Self.claimLimit, state.pacer.available(account.scope, now: now, horizon: Self.claimHorizonMillis))
             }
@@ -208,7 +222,7 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
             let due: [DueOrder]
             do {
                 due = try await store.claimDueOrders(
-                    scope: account.scope, limit: wanted, now: WallClock.text(now), leaseUntil: WallClock.text(now + settings.leaseMillis))
+                    scope: account.scope, limit: wanted, now: WallClock.text(now), leaseUntil: WallClock.text(now + leaseMillis))
             } catch {
                 logger.error("due orders not claimed: store unavailable", metadata: [
                     "provider": "\(account.scope.provider)", "account": "\(account.scope.account)", "store_error": "\(error)",
@@ -222,36 +236,29 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
                     state.waiting[order.orderID] = claim
                     return state.pacer.reserve(account.scope, now: now)
                 }
-                started.append((order, account, claim, startAt))
+                started.append((order: order, account: account, claim: claim, startAt: startAt, leaseEnd: now + leaseMillis))
             }
         }
         state.withLock { $0.nextAccount = (start + 1) % max(1, accounts.count) }
         return started
     }
 
-    /// One scheduled inquiry: waits for its slot, asks, records, and frees the slot.
-    private func perform(_ order: DueOrder, account: Account, claim: InquiryClaim, startAt: Int64) async {
+    /// One scheduled inquiry: waits for its pacing slot and a place on the wire, asks, records,
+    /// and frees both.
+    private func perform(_ claimed: ClaimedOrder) async {
+        let (order, account, claim) = (claimed.order, claimed.account, claimed.claim)
         defer {
-            // The loop is woken early only when every slot was taken: otherwise its next poll
-            // claims what this slot's end allows, in one write with the rest.
+            // The loop is woken early only when it could claim nothing more: otherwise its next
+            // poll claims what this order's end allows, in one write with the rest.
             let wasFull = state.withLock { state -> Bool in
                 defer { state.inFlight -= 1 }
-                return state.inFlight >= state.settings.maxInFlight
+                return state.inFlight >= state.claimCap
             }
             if wasFull { wakeups.signal() }
         }
-        while WallClock.millis() < startAt {
-            if state.withLock({ $0.stopping }) { break }
-            try? await Task.sleep(for: .milliseconds(min(50, max(1, startAt - WallClock.millis()))))
-        }
-        let stillWaiting = state.withLock { state -> Bool in
-            guard !state.stopping else { return true }
-            state.waiting[order.orderID] = nil
-            return false
-        }
-        if stillWaiting {
-            // Shutting down before it was asked: due again at once, for this node's next start
-            // or another node.
+        guard await waitForTheWire(claimed) else {
+            // Stopping before it was asked, or its lease too short now to ask and record within
+            // it: given back, due again at once (for this node's next round, or another node).
             state.withLock { $0.waiting[order.orderID] = nil }
             try? await store.releaseInquiryClaims([claim], now: WallClock.text())
             return
@@ -261,6 +268,7 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
         let askedAt = WallClock.millis()
         let attempt = await inquirer.ask(
             account.inquiry, scope: account.scope, order: InquiryOrder(order), timeout: .seconds(settings.timeoutSeconds))
+        state.withLock { $0.onWire -= 1 }
         if Task.isCancelled {
             // Cut short by a stop: not an answer; asked again, by this node's next start or another.
             try? await store.releaseInquiryClaims([claim], now: WallClock.text())
@@ -287,6 +295,30 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
                 "provider": "\(account.scope.provider)", "account": "\(account.scope.account)", "order_ref": "\(order.orderRef)",
                 "store_error": "\(error)",
             ])
+        }
+    }
+
+    /// Waits until the order's pacing slot starts and fewer than `max_in_flight` inquiries are
+    /// on the wire, then takes a place there. False, without a place: the reconciler is
+    /// stopping, or the lease has too little left for a token request, the inquiry and the
+    /// record (a provider so slow that the wire stayed full).
+    private func waitForTheWire(_ claimed: ClaimedOrder) async -> Bool {
+        while true {
+            let now = WallClock.millis()
+            enum Step { case stop, go, wait }
+            let step = state.withLock { state -> Step in
+                if state.stopping { return .stop }
+                guard now >= claimed.startAt, state.onWire < state.settings.maxInFlight else { return .wait }
+                guard now + Int64(state.settings.timeoutSeconds) * 2_000 + 1_000 <= claimed.leaseEnd else { return .stop }
+                state.onWire += 1
+                state.waiting[claimed.order.orderID] = nil
+                return .go
+            }
+            switch step {
+            case .stop: return false
+            case .go: return true
+            case .wait: try? await Task.sleep(for: .milliseconds(min(50, max(2, claimed.startAt - now))))
+            }
         }
     }
 

@@ -460,6 +460,26 @@ struct ReconcileScheduleTests {
         try await harness.stop()
     }
 
+    @Test("max_in_flight bounds the inquiries on the wire, however many orders are due and the pace allows")
+    func maxInFlightOnTheWire() async throws {
+        let harness = try await ReconcileHarness.start(
+            reconcile: ReconcileHarness.reconcileYAML(schedule: "[1s, 1h]", giveUpAfter: "1d", maxInFlight: 3, perMinute: 60_000, timeout: 10))
+        let orders = (0..<9).map { "wire-\($0)" }
+        for order in orders {
+            try await harness.double.script("ipay88", order: order, json: [#"{"delay": 1.5, "text": "Record not found"}"#])
+            try await harness.expect("ipay88", order)
+        }
+        var most = 0
+        let deadline = Date().addingTimeInterval(40)
+        while try harness.daemon.count("SELECT COUNT(*) FROM inquiries") < orders.count, Date() < deadline {
+            most = max(most, try await harness.double.inFlight())
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(try harness.daemon.count("SELECT COUNT(*) FROM inquiries") == orders.count)
+        #expect(most == 3, "at most \(most) inquiries on the wire at once; max_in_flight is 3")
+        try await harness.stop()
+    }
+
     @Test("kill -9 mid-inquiry loses nothing: the order is asked again once the claim runs out")
     func killMidInquiry() async throws {
         let double = try ProviderDouble()
