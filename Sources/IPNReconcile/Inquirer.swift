@@ -20,7 +20,11 @@ public struct InquiryAttempt: Sendable, Equatable {
     public var retryAfterMillis: Int64?
     /// The provider refused the account's credential (401), after a fresh token where it has one.
     public var unauthorized: Bool
-
+    /// The account's settings are wrong (a refused credential, a request refused as malformed):
+    /// the log says so at error.
+    public var misconfigured = false
+    /// What the log line adds to the record's `error` (never a credential).
+    public var detail: String?
 }
 
 /// Asks a provider about one order, end to end but for the store: the token (fetched once,
@@ -62,16 +66,26 @@ public struct Inquirer: Sendable {
         _ inquiry: any StatusInquiry, scope: Scope, order: InquiryOrder, timeout: Duration, renewedToken: Bool
     ) async -> Try {
         let baseURL = inquiry.baseURL
+        if let refusal = inquiry.refusal(for: order) {
+            return Try(value: InquiryAttempt(
+                url: baseURL, httpStatus: nil, providerStatus: nil, result: .cannotAsk(refusal.message), durationMs: 0,
+                retryAfterMillis: nil, unauthorized: false), renewable: false)
+        }
         var token: AccessToken?
         if inquiry.tokenRequest() != nil {
             switch await tokens.token(for: scope, inquiry: inquiry, nowMillis: WallClock.millis(), timeout: timeout) {
             case .success(let value):
                 token = value
             case .failure(let failure):
-                return Try(value: InquiryAttempt(
+                var attempt = InquiryAttempt(
                     url: baseURL, httpStatus: failure.httpStatus, providerStatus: nil,
-                    result: .error(failure.unauthorized ? "unauthorized: the provider refused the account's credential (token)" : failure.message),
-                    durationMs: 0, retryAfterMillis: nil, unauthorized: failure.unauthorized), renewable: false)
+                    result: .error(failure.unauthorized ? Self.unauthorized : failure.message),
+                    durationMs: 0, retryAfterMillis: failure.retryAfterMillis, unauthorized: failure.unauthorized)
+                if failure.unauthorized {
+                    attempt.misconfigured = true
+                    attempt.detail = failure.message
+                }
+                return Try(value: attempt, renewable: false)
             }
         }
         let now = WallClock.millis()
@@ -95,13 +109,9 @@ public struct Inquirer: Sendable {
                 url: request.url, httpStatus: nil, providerStatus: nil, result: .error("cancelled"), durationMs: 0,
                 retryAfterMillis: nil, unauthorized: false), renewable: false)
         }
-        var retryAfter: Int64?
-        if answer.status == 429 || answer.status == 503, let value = answer.headers.first(named: "Retry-After") {
-            retryAfter = Self.retryAfter(value, now: WallClock.millis())
-        }
         var attempt = InquiryAttempt(
             url: request.url, httpStatus: answer.status, providerStatus: nil, result: .error("no reading"), durationMs: 0,
-            retryAfterMillis: retryAfter, unauthorized: false)
+            retryAfterMillis: Self.retryAfter(answer, now: WallClock.millis()), unauthorized: false)
         switch inquiry.read(answer, to: request, order: order) {
         case .facts(let facts, let status):
             attempt.providerStatus = status
@@ -115,15 +125,31 @@ public struct Inquirer: Sendable {
         case .error(let message, let status):
             attempt.providerStatus = status
             attempt.result = .error(message)
+        case .misconfigured(let message, let status):
+            attempt.providerStatus = status
+            attempt.result = .error(message)
+            attempt.misconfigured = true
         case .badSignature(let message):
             attempt.result = .badSignature(message)
         case .unauthorized(let message):
-            attempt.result = .error("unauthorized: \(message)")
+            attempt.result = .error(Self.unauthorized)
             attempt.unauthorized = true
+            attempt.misconfigured = true
+            attempt.detail = message
             if let token { await tokens.invalidate(scope, token: token) }
             return Try(value: attempt, renewable: !renewedToken && token != nil)
         }
         return Try(value: attempt, renewable: false)
+    }
+
+    /// An inquiry record's `error` when the provider refused the account's credential
+    /// (product.md section 12, inquiries.md); what it refused is in the log line's `detail`.
+    static let unauthorized = "unauthorized"
+
+    /// Until when (Unix ms) a `429` or `503` answer with `Retry-After` asks to be left alone.
+    static func retryAfter(_ answer: InquiryAnswer, now: Int64) -> Int64? {
+        guard answer.status == 429 || answer.status == 503, let value = answer.headers.first(named: "Retry-After") else { return nil }
+        return retryAfter(value, now: now)
     }
 
     /// `Retry-After` as a moment (Unix ms): seconds or an HTTP-date, at most an hour ahead.

@@ -2,9 +2,9 @@ import CoreMetrics
 import IPNCore
 import IPNStore
 
-/// The reconciler's instruments: `ipnd_inquiries_total{provider,outcome}` and
-/// `ipnd_inquiry_duration_seconds{provider}` (the gauges of awaiting and unsettled orders are
-/// read from the store at each scrape).
+/// The reconciler's instruments: `ipnd_inquiries_total{provider,outcome}`,
+/// `ipnd_inquiry_duration_seconds{provider}` and `ipnd_inquiries_unauthorized_total{provider,account}`
+/// (the gauges of awaiting and unsettled orders are read from the store at each scrape).
 public final class ReconcileMetrics: Sendable {
     private struct Instruments: Sendable {
         let outcomes: [InquiryOutcome: Counter]
@@ -13,14 +13,33 @@ public final class ReconcileMetrics: Sendable {
 
     private let factory: any MetricsFactory
     private let providers = Locked<[String: Instruments]>([:])
+    private let refusals = Locked<[Scope: Counter]>([:])
 
     public init(factory: any MetricsFactory) {
         self.factory = factory
     }
 
-    /// Creates the provider's series now, so that they read 0 before its first inquiry.
-    public func register(provider: String) {
-        _ = instruments(provider)
+    /// Creates the account's series now, so that they read 0 before its first inquiry.
+    public func register(_ scope: Scope) {
+        _ = instruments(scope.provider)
+        _ = refused(scope)
+    }
+
+    /// The provider refused the account's credential (401): counted per account, as the
+    /// once-an-hour log line says only the first.
+    func unauthorized(_ scope: Scope) {
+        refused(scope).increment()
+    }
+
+    private func refused(_ scope: Scope) -> Counter {
+        refusals.withLock { refusals in
+            if let existing = refusals[scope] { return existing }
+            let made = Counter(
+                label: "ipnd_inquiries_unauthorized_total", dimensions: [("provider", scope.provider), ("account", scope.account)],
+                factory: factory)
+            refusals[scope] = made
+            return made
+        }
     }
 
     func asked(provider: String, outcome: InquiryOutcome, milliseconds: Int64) {

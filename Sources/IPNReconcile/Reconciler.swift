@@ -107,7 +107,7 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
         inquirer = Inquirer(client: client, tokens: TokenCache(client: client))
         state = Locked(State(settings: settings, accounts: accounts, pacer: AccountPacer(perMinute: settings.perAccountPerMinute)))
         store.setInquirySchedule(settings.schedule)
-        for account in accounts { metrics.register(provider: account.scope.provider) }
+        for account in accounts { metrics.register(account.scope) }
     }
 
     /// The accounts asked now.
@@ -123,7 +123,7 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
             state.nextAccount = 0
         }
         store.setInquirySchedule(settings.schedule)
-        for account in accounts { metrics.register(provider: account.scope.provider) }
+        for account in accounts { metrics.register(account.scope) }
         await inquirer.tokens.clear()
         wakeups.signal()
     }
@@ -172,8 +172,17 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
         }
         guard let order = detail?.order else { throw .unknownOrder }
         let askedAt = WallClock.millis()
-        let timeout = state.withLock { $0.settings.timeoutSeconds }
-        let attempt = await inquirer.ask(configured.inquiry, scope: scope, order: InquiryOrder(order), timeout: .seconds(timeout))
+        let (timeout, heldUntil) = state.withLock { ($0.settings.timeoutSeconds, $0.pacer.heldUntil(scope, now: askedAt)) }
+        let attempt: InquiryAttempt
+        if let heldUntil {
+            // The provider asked (429/503 with Retry-After) to be left alone: not asked now either.
+            attempt = InquiryAttempt(
+                url: configured.inquiry.baseURL, httpStatus: nil, providerStatus: nil,
+                result: .error("not asked: the provider asked ipnd to wait (Retry-After) until \(WallClock.text(heldUntil))"),
+                durationMs: 0, retryAfterMillis: nil, unauthorized: false)
+        } else {
+            attempt = await inquirer.ask(configured.inquiry, scope: scope, order: InquiryOrder(order), timeout: .seconds(timeout))
+        }
         if let until = attempt.retryAfterMillis { state.withLock { $0.pacer.hold(scope, until: until) } }
         do {
             let record = try await store.recordInquiry(CompletedInquiry(
@@ -256,6 +265,14 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
             }
             if wasFull { wakeups.signal() }
         }
+        let settings = state.withLock { $0.settings }
+        let schedule = settings.schedule
+        let changedAt = order.schedule.from.flatMap(Timestamp.parse) ?? Timestamp.parse(order.createdAt) ?? WallClock.millis()
+        if schedule.isLastStep(changedAt: changedAt, askedAt: WallClock.millis()) {
+            // give_up_after has passed since the last change: flagged, not asked again.
+            await giveUp(claimed)
+            return
+        }
         guard await waitForTheWire(claimed) else {
             // Stopping before it was asked, or its lease too short now to ask and record within
             // it: given back, due again at once (for this node's next round, or another node).
@@ -263,8 +280,6 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
             try? await store.releaseInquiryClaims([claim], now: WallClock.text())
             return
         }
-        let settings = state.withLock { $0.settings }
-        let schedule = settings.schedule
         let askedAt = WallClock.millis()
         let attempt = await inquirer.ask(
             account.inquiry, scope: account.scope, order: InquiryOrder(order), timeout: .seconds(settings.timeoutSeconds))
@@ -274,7 +289,6 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
             try? await store.releaseInquiryClaims([claim], now: WallClock.text())
             return
         }
-        let changedAt = order.schedule.from.flatMap(Timestamp.parse) ?? Timestamp.parse(order.createdAt) ?? askedAt
         var next = schedule.next(afterStep: order.schedule.step, changedAt: changedAt, askedAt: askedAt)
         if let until = attempt.retryAfterMillis {
             // Asked to wait: this step is asked again once the wait is over.
@@ -295,6 +309,23 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
                 "provider": "\(account.scope.provider)", "account": "\(account.scope.account)", "order_ref": "\(order.orderRef)",
                 "store_error": "\(error)",
             ])
+        }
+    }
+
+    /// Flags the claimed order `unsettled` and ends its schedule, without asking.
+    private func giveUp(_ claimed: ClaimedOrder) async {
+        state.withLock { $0.waiting[claimed.order.orderID] = nil }
+        let metadata: Logger.Metadata = [
+            "provider": "\(claimed.account.scope.provider)", "account": "\(claimed.account.scope.account)",
+            "order_ref": "\(claimed.order.orderRef)",
+        ]
+        do {
+            if try await store.giveUpInquiries(claimed.claim, scope: claimed.account.scope, orderRef: claimed.order.orderRef) {
+                logger.warning("order flagged unsettled: give_up_after has passed since its last change; no longer asked", metadata: metadata)
+            }
+        } catch {
+            // The claim runs out and the order is due again: given up on at the next round.
+            logger.error("order not flagged unsettled: store unavailable", metadata: metadata.merging(["store_error": "\(error)"]) { $1 })
         }
     }
 
@@ -344,15 +375,18 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
         ]
         if let verdict = record.verdict { metadata["verdict"] = "\(verdict.rawValue)" }
         if let error = record.error { metadata["error"] = "\(error)" }
+        if let detail = attempt.detail { metadata["detail"] = "\(detail)" }
         let level: Logger.Level = switch record.outcome {
         case .badSignature: .warning
         case .error where attempt.unauthorized: .warning
+        case .error where attempt.misconfigured: .error
         case .error, .cannotAsk: .notice
         default: record.verdict == .mismatch ? .warning : .info
         }
         logger.log(level: level, "inquiry", metadata: metadata)
         if attempt.unauthorized {
             let scope = Scope(provider: record.provider, account: record.account)
+            metrics.unauthorized(scope)
             let now = WallClock.millis()
             let due = state.withLock { state -> Bool in
                 guard now - (state.unauthorizedLogged[scope] ?? .min / 2) >= 3_600_000 else { return false }

@@ -16,6 +16,8 @@ public actor TokenCache {
         public let httpStatus: Int?
         /// The provider refused the account's credential.
         public let unauthorized: Bool
+        /// The provider asked to be left alone until then (Unix ms): a 429 or 503 with `Retry-After`.
+        public var retryAfterMillis: Int64? = nil
     }
 
     public init(client: InquiryClient) {
@@ -46,7 +48,8 @@ public actor TokenCache {
                 return .success(try inquiry.readToken(answer, nowMillis: WallClock.millis()))
             } catch {
                 return .failure(TokenFailure(
-                    message: "token: \(error.message)", httpStatus: answer.status, unauthorized: error.unauthorized))
+                    message: "token: \(error.message)", httpStatus: answer.status, unauthorized: error.unauthorized,
+                    retryAfterMillis: Inquirer.retryAfter(answer, now: WallClock.millis())))
             }
         }
         fetching[scope] = task

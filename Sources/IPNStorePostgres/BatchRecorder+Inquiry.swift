@@ -38,7 +38,7 @@ extension BatchRecorder {
             events += outcome.eventsWritten
         }
         let after = try await lockedOrder(inquiry.scope, inquiry.orderRef)
-        switch InquiryPlanning.scheduleAction(inquiry, order: after, changed: changed) {
+        switch InquiryPlanning.scheduleAction(inquiry, order: after, changed: changed, schedule: schedule) {
         case .none:
             break
         case .next(let dueAt, let step):
@@ -74,6 +74,18 @@ extension BatchRecorder {
             """)
         try await connection.run(insert, logger: logger)
         return (record, events)
+    }
+
+    /// Gives up on the order `claim` holds, under the order's advisory lock. Returns whether it
+    /// did and how many events were written.
+    func giveUpInquiries(_ claim: InquiryClaim, scope: Scope, orderRef: String) async throws -> (Bool, events: Int) {
+        try await lock([], alsoLocking: [LockKey.order(scope, orderRef)])
+        guard let order = try await lockedOrder(scope, orderRef), let id = order.id, InquiryPlanning.holds(claim, order: order) else {
+            return (false, 0)
+        }
+        let plan = RecordingPlanner(now: now, routes: routes, schedule: schedule).plan(giveUp: order)
+        try await write([(plan, nil, id)])
+        return (true, plan.events.count)
     }
 
     private func nextInquiryID() async throws -> Int64 {

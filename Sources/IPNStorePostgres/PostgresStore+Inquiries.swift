@@ -51,6 +51,18 @@ extension PostgresStore {
         return record
     }
 
+    public func giveUpInquiries(_ claim: InquiryClaim, scope: Scope, orderRef: String) async throws(StoreError) -> Bool {
+        let now = Self.timestamp()
+        let routes = routesNow
+        let schedule = scheduleNow
+        let (gaveUp, events) = try await transaction(doing: "give up on an order's inquiries") { [logger] connection in
+            try await BatchRecorder(connection: connection, logger: logger, now: now, routes: routes, schedule: schedule)
+                .giveUpInquiries(claim, scope: scope, orderRef: orderRef)
+        }
+        if events > 0 { eventSignal.signal() }
+        return gaveUp
+    }
+
     public func releaseInquiryClaims(_ claims: [InquiryClaim], now: String) async throws(StoreError) {
         guard !claims.isEmpty else { return }
         var sql = SQL()

@@ -79,7 +79,7 @@ enum InquiryQueries {
             }
         }
         let after = try reader.order(scope: inquiry.scope, orderRef: inquiry.orderRef)
-        switch InquiryPlanning.scheduleAction(inquiry, order: after, changed: changed) {
+        switch InquiryPlanning.scheduleAction(inquiry, order: after, changed: changed, schedule: tx.schedule) {
         case .none:
             break
         case .next(let dueAt, let step):
@@ -97,6 +97,14 @@ enum InquiryQueries {
             askedAt: inquiry.askedAt, trigger: inquiry.trigger, outcome: conclusion.outcome, httpStatus: inquiry.httpStatus,
             providerStatus: inquiry.providerStatus, notificationID: conclusion.notificationID, verdict: conclusion.verdict,
             error: conclusion.error, durationMs: inquiry.durationMs, url: inquiry.url)
+    }
+
+    /// Gives up on the order `claim` holds, inside the writer's transaction `tx`.
+    static func giveUp(_ claim: InquiryClaim, scope: Scope, orderRef: String, in tx: WriteContext) throws -> Bool {
+        let order = try SQLiteFactsReader(tx: tx).order(scope: scope, orderRef: orderRef)
+        guard let order, InquiryPlanning.holds(claim, order: order) else { return false }
+        _ = try Recorder.write(tx.planner.plan(giveUp: order), in: tx)
+        return true
     }
 
     // MARK: Reads

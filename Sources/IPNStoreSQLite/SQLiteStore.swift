@@ -190,6 +190,10 @@ public final class SQLiteStore: Store {
         try await writer.submit { tx in try InquiryQueries.release(tx.db, claims, now: now) }
     }
 
+    public func giveUpInquiries(_ claim: InquiryClaim, scope: Scope, orderRef: String) async throws(StoreError) -> Bool {
+        try await writer.submit { tx in try InquiryQueries.giveUp(claim, scope: scope, orderRef: orderRef, in: tx) }
+    }
+
     public func inquiries(_ filter: InquiryFilter) async throws(StoreError) -> [InquiryRecord] {
         try await database.read { db in try InquiryQueries.list(db, filter) }
     }

@@ -89,6 +89,13 @@ struct CitconInquiryTests {
             == "Citcon is asked with a token, and none was taken")
     }
 
+    @Test("the refusal is known before a token is taken: no token request for an order that cannot be asked")
+    func refusalBeforeToken() {
+        #expect(inquiry.refusal(for: InquiryFixture.order("reference132", expected: Money(minor: 100, currency: "USD")))?.message
+            == "Citcon is asked by its transaction id")
+        #expect(inquiry.refusal(for: order) == nil)
+    }
+
     // MARK: Answers
 
     @Test("success: a fact as the UPI IPN, transaction_type from data.object, dedup id|transaction_type|status")

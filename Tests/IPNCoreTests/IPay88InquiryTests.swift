@@ -127,6 +127,10 @@ struct IPay88InquiryTests {
     func invalidParameters() throws {
         let reading = try read("Invalid parameters")
         #expect(reading.outcome == "error")
+        guard case .misconfigured = reading else {
+            Issue.record("Invalid parameters is the account's settings, logged at error: \(reading)")
+            return
+        }
         #expect(reading.message?.contains("usually the merchant code") == true)
         #expect(reading.providerStatus == "Invalid parameters")
     }

@@ -46,7 +46,7 @@ extension InquiryReading {
         case .facts: "facts"
         case .notSettled: "no_news"
         case .notFound: "not_found"
-        case .error: "error"
+        case .error, .misconfigured: "error"
         case .badSignature: "bad_signature"
         case .unauthorized: "unauthorized"
         }
@@ -55,7 +55,7 @@ extension InquiryReading {
     /// The message of an error, bad signature or unauthorized reading.
     var message: String? {
         switch self {
-        case .error(let message, _), .badSignature(let message), .unauthorized(let message): message
+        case .error(let message, _), .misconfigured(let message, _), .badSignature(let message), .unauthorized(let message): message
         default: nil
         }
     }
@@ -63,7 +63,7 @@ extension InquiryReading {
     var providerStatus: String? {
         switch self {
         case .facts(_, let status), .notSettled(let status): status
-        case .notFound(let status), .error(_, let status): status
+        case .notFound(let status), .error(_, let status), .misconfigured(_, let status): status
         case .badSignature, .unauthorized: nil
         }
     }

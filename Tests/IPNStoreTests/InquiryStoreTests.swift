@@ -179,6 +179,49 @@ struct InquiryStoreTests {
         try await test.close()
     }
 
+    @Test("give_up_after passed: the claimed order is flagged unsettled without an inquiry record, once, and only while the claim holds it",
+          arguments: Backend.allCases)
+    func giveUpWithoutAsking(backend: Backend) async throws {
+        let test = try await make(backend)
+        try await expect(test, "O1")
+        try await expect(test, "O2")
+        let claimed = try await claimAll(test)
+        let one = try #require(claimed.first { $0.orderRef == "O1" })
+        let two = try #require(claimed.first { $0.orderRef == "O2" })
+        let claimOne = InquiryClaim(orderID: one.orderID, lease: one.lease, next: .giveUp)
+        #expect(try await test.store.giveUpInquiries(claimOne, scope: Self.scope, orderRef: "O1"))
+        let order = try #require(try await test.order("O1"))
+        #expect(order.order.flags == ["unsettled"] && order.nextInquiryAt == nil && order.inquiries.isEmpty)
+        let flagged = try #require(try await test.allEvents().last)
+        #expect(flagged.type == .flagged && flagged.flag == "unsettled" && flagged.orderRef == "O1")
+        let events = try await test.allEvents().count
+        #expect(try await !test.store.giveUpInquiries(claimOne, scope: Self.scope, orderRef: "O1"), "given up once")
+        // A change since the claim: the claim no longer holds the order, nothing is flagged.
+        _ = try await test.record(notification("PENDING|O2", .transition(.pending), order: "O2"))
+        let changedEvents = try await test.allEvents().count
+        #expect(try await !test.store.giveUpInquiries(
+            InquiryClaim(orderID: two.orderID, lease: two.lease, next: .giveUp), scope: Self.scope, orderRef: "O2"))
+        #expect(try #require(try await test.order("O2")).order.flags.isEmpty)
+        #expect(try await test.allEvents().count == changedEvents && changedEvents == events + 1)
+        try await test.close()
+    }
+
+    @Test("an inquiry asked by hand that changes nothing moves a scheduled order to its next step", arguments: Backend.allCases)
+    func manualInquiryMovesTheSchedule(backend: Backend) async throws {
+        let test = try await make(backend)
+        try await expect(test, "O1")
+        let before = try #require(try await test.order("O1"))
+        let from = try #require(Self.millis(before.nextInquiryAt)) - Self.hour
+        _ = try await test.store.recordInquiry(inquiry(nil, ref: "O1", result: .notFound, trigger: .cli))
+        let after = try #require(try await test.order("O1"))
+        #expect(Self.millis(after.nextInquiryAt) == from + 2 * Self.hour, "the second step, 2 h after the change")
+        // A settled order is not scheduled again by a manual inquiry.
+        _ = try await test.record(notification("PAID|O1", .transition(.paid), order: "O1"))
+        _ = try await test.store.recordInquiry(inquiry(nil, ref: "O1", result: .notFound, trigger: .api))
+        #expect(try #require(try await test.order("O1")).nextInquiryAt == nil)
+        try await test.close()
+    }
+
     @Test("a change while an inquiry runs wins: the inquiry's step does not overwrite the schedule the change started",
           arguments: Backend.allCases)
     func changeDuringInquiry(backend: Backend) async throws {

@@ -2,14 +2,14 @@
 /// function of the order's last change: the steps are waits after that change (`10m, 30m, 1h,
 /// ...`), then one every 24 h, until `give_up_after` has passed since the change. A step whose
 /// moment has passed by the time the previous inquiry ends is skipped, never asked late in a
-/// burst; the moment `give_up_after` passes is the last step, after which the order is flagged
-/// `unsettled` and no longer asked.
+/// burst. The moment `give_up_after` passes is the schedule's last due time: the order is then
+/// flagged `unsettled` without another inquiry, and no longer asked.
 public struct InquirySchedule: Sendable, Equatable {
     /// Waits after the last change, in milliseconds, ascending.
     public let stepsMillis: [Int64]
     /// After the last step, one inquiry every this many milliseconds.
     public let repeatMillis: Int64
-    /// Since the last change: the last inquiry, then the `unsettled` flag.
+    /// Since the last change: when the order is flagged `unsettled` instead of asked.
     public let giveUpAfterMillis: Int64
 
     public init(stepsMillis: [Int64], giveUpAfterMillis: Int64, repeatMillis: Int64 = 24 * 3_600_000) {
@@ -27,7 +27,7 @@ public struct InquirySchedule: Sendable, Equatable {
     public enum Next: Sendable, Equatable {
         /// Ask at this moment (Unix ms); `step` counts the inquiries since the change.
         case ask(atMillis: Int64, step: Int)
-        /// Nothing more to ask: the last step has been asked; flag the order `unsettled`.
+        /// Nothing more to ask: `give_up_after` has passed; flag the order `unsettled`.
         case giveUp
     }
 
@@ -47,14 +47,15 @@ public struct InquirySchedule: Sendable, Equatable {
     }
 
     /// What follows inquiry number `step` (asked at `askedAt`) of the schedule counted from
-    /// `changedAt`: the next step whose moment is after `askedAt`, the give-up moment as the last
-    /// step, or `giveUp` when this inquiry was the last.
+    /// `changedAt`: the next step whose moment is after `askedAt`, the give-up moment when no
+    /// step comes before it (the order is then flagged, not asked), or `giveUp` when that moment
+    /// had already passed.
     public func next(afterStep step: Int, changedAt: Int64, askedAt: Int64) -> Next {
         if isLastStep(changedAt: changedAt, askedAt: askedAt) { return .giveUp }
         return self.step(atLeast: step + 1, changedAt: changedAt, after: askedAt)
     }
 
-    /// Whether an inquiry asked at `askedAt` is the last one: `give_up_after` has passed.
+    /// Whether `give_up_after` has passed at `askedAt`: the order is flagged, not asked.
     public func isLastStep(changedAt: Int64, askedAt: Int64) -> Bool {
         askedAt >= giveUpAt(changedAt: changedAt)
     }

@@ -137,6 +137,10 @@ public enum InquiryReading: Sendable, Equatable {
     /// No usable answer (an error status, a body that does not parse, an unexpected reply):
     /// outcome `error`. The message says which, never with a credential in it.
     case error(String, providerStatus: String?)
+    /// The provider refused the request itself as malformed, which only the account's settings
+    /// can cause (iPay88's `Invalid parameters`): outcome `error`, logged at error since asking
+    /// again changes nothing until the settings do.
+    case misconfigured(String, providerStatus: String?)
     /// A signed answer (Antom) whose signature is missing or wrong: outcome `bad_signature`,
     /// nothing in it read.
     case badSignature(String)
@@ -172,6 +176,9 @@ public protocol StatusInquiry: Sendable {
     func tokenRequest() -> InquiryRequest?
     /// Reads the token answer (`tokenRequest`'s); `nowMillis` dates its expiry.
     func readToken(_ answer: InquiryAnswer, nowMillis: Int64) throws(InquiryTokenError) -> AccessToken
+    /// What keeps `order` from being asked at all (outcome `cannot_ask`), checked before any
+    /// token is taken; nil when it can be asked.
+    func refusal(for order: InquiryOrder) -> InquiryRefusal?
     /// The request asking about `order`.
     func request(for order: InquiryOrder, context: InquiryContext) throws(InquiryRefusal) -> InquiryRequest
     /// Reads the answer to `request` about `order`. Verifies a signed answer before anything in
@@ -182,6 +189,7 @@ public protocol StatusInquiry: Sendable {
 }
 
 extension StatusInquiry {
+    public func refusal(for order: InquiryOrder) -> InquiryRefusal? { nil }
     public func tokenRequest() -> InquiryRequest? { nil }
     public func readToken(_ answer: InquiryAnswer, nowMillis: Int64) throws(InquiryTokenError) -> AccessToken {
         throw InquiryTokenError("this provider asks without a token")

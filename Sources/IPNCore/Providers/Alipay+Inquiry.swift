@@ -6,6 +6,10 @@ public struct AlipayInquiry: StatusInquiry {
     /// rewrite it).
     public static let path = "/ams/api/v1/payments/inquiryPayment"
     public static let sandboxPath = "/ams/sandbox/api/v1/payments/inquiryPayment"
+    /// The `resultCode` (with `resultStatus` `F`) that says Antom does not know the payment:
+    /// outcome `not_found`. **Assumption** (inquiries.md section 2): the code Alipay's inquiry
+    /// APIs of the same family use; Antom's own table was not found. Change it here.
+    public static let unknownOrderResultCode = "ORDER_NOT_EXIST"
 
     public let baseURL: String
     /// The account's `client_id`: sent, signed, and required of the answer.
@@ -105,7 +109,7 @@ public struct AlipayInquiry: StatusInquiry {
         switch resultStatus {
         case "S":
             return payment(body, order: order)
-        case "F" where resultCode == "ORDER_NOT_EXIST":
+        case "F" where resultCode == Self.unknownOrderResultCode:
             return .notFound(providerStatus: resultCode)
         case "F", "U":
             return .error(

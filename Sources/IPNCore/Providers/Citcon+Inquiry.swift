@@ -65,12 +65,20 @@ public struct CitconInquiry: StatusInquiry {
 
     // MARK: Request
 
+    /// An order known only from an expectation has no Citcon transaction id yet: it cannot be
+    /// asked, and no token is taken for it.
+    public func refusal(for order: InquiryOrder) -> InquiryRefusal? {
+        guard let transactionID = order.providerTxnID, !transactionID.isEmpty else {
+            return InquiryRefusal("Citcon is asked by its transaction id")
+        }
+        return nil
+    }
+
     /// `GET {url}/transactions/<provider_txn_id>` with the account's token. Citcon is asked by
     /// its own transaction id, which ipnd learns from the order's first notification.
     public func request(for order: InquiryOrder, context: InquiryContext) throws(InquiryRefusal) -> InquiryRequest {
-        guard let transactionID = order.providerTxnID, !transactionID.isEmpty else {
-            throw InquiryRefusal("Citcon is asked by its transaction id")
-        }
+        if let refusal = refusal(for: order) { throw refusal }
+        guard let transactionID = order.providerTxnID else { throw InquiryRefusal("Citcon is asked by its transaction id") }
         guard let token = context.token else { throw InquiryRefusal("Citcon is asked with a token, and none was taken") }
         return InquiryRequest(
             method: "GET",

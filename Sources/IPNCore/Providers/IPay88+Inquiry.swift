@@ -93,7 +93,7 @@ public struct IPay88Inquiry: StatusInquiry {
         case _ where Self.notSettledReplies.contains(reply):
             return .notSettled(providerStatus: reply)
         case "Invalid parameters":
-            return .error("iPay88 answered Invalid parameters: the request is wrong, usually the merchant code", providerStatus: reply)
+            return .misconfigured("iPay88 answered Invalid parameters: the request is wrong, usually the merchant code", providerStatus: reply)
         default:
             return .error(InquiryText.unexpectedReply(body), providerStatus: nil)
         }

@@ -122,6 +122,8 @@ public struct UnlimintInquiry: StatusInquiry {
                 return .error("data[\(index)] cannot be read: \(error.detail)", providerStatus: nil)
             }
         }
+        // **Assumption** (inquiries.md section 3): an order Unlimint does not know answers 200
+        // with an empty `data`; this line is the one place that says so.
         guard !payments.isEmpty else { return .notFound(providerStatus: nil) }
         if payments.count > 1 {
             // Recorded oldest first, so that the newest state is the one that stays.

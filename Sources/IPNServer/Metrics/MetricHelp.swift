@@ -39,6 +39,8 @@ enum MetricHelp {
         // Reconciliation: asking providers about orders that went quiet
         "ipnd_inquiries_total":
             "Status inquiries made to providers, by provider and outcome: recorded, no_news, not_found, error, bad_signature or cannot_ask.",
+        "ipnd_inquiries_unauthorized_total":
+            "Status inquiries whose provider refused the account's credential (401, after a fresh token where there is one), by provider and account: check the account's inquiry section.",
         "ipnd_inquiry_duration_seconds": "Status inquiries from the first request (a token's included) to the answer read, by provider, in seconds.",
         "ipnd_orders_awaiting_inquiry": "Orders of the accounts with an inquiry section whose inquiry is due now or overdue, read at each scrape.",
         "ipnd_orders_unsettled": "Orders flagged unsettled: reconciliation gave up on them before they settled, read at each scrape.",

@@ -237,6 +237,10 @@ public protocol InquiryStore: Sendable {
     func recordInquiry(_ inquiry: CompletedInquiry) async throws(StoreError) -> InquiryRecord
     /// Gives back claims whose inquiries were not made (shutdown): due again at `now`.
     func releaseInquiryClaims(_ claims: [InquiryClaim], now: String) async throws(StoreError)
+    /// Gives up on a claimed order whose `give_up_after` has passed, without asking: flags it
+    /// `unsettled` (with an `order.flagged` event) and stops its schedule, in one transaction,
+    /// if the claim still holds it. Returns whether it did.
+    func giveUpInquiries(_ claim: InquiryClaim, scope: Scope, orderRef: String) async throws(StoreError) -> Bool
 }
 
 /// Asking a provider about one order now, outside the schedule: `ipnd orders reconcile`, the
@@ -285,7 +289,7 @@ public enum InquiryPlanning {
 
     /// What is done to the order's schedule once the inquiry's facts are written.
     public enum ScheduleAction: Sendable, Equatable {
-        /// Nothing: asked by hand, the order changed (its schedule started again), or the
+        /// Nothing: the order changed (its schedule started again) or is not scheduled, or the
         /// claim is no longer held (another change or node came first).
         case none
         /// The next step.
@@ -294,16 +298,35 @@ public enum InquiryPlanning {
         case giveUp
     }
 
-    /// The schedule action for `inquiry`, given the order as its facts left it and whether they
-    /// changed it.
-    public static func scheduleAction(_ inquiry: CompletedInquiry, order: StoredOrder?, changed: Bool) -> ScheduleAction {
-        guard let claim = inquiry.claim, !changed, let order, order.id == claim.orderID,
-              order.inquiry.dueAt == claim.lease, !order.state.isSettled
-        else { return .none }
-        switch claim.next {
+    /// The schedule action for `inquiry`, given the order as its facts left it, whether they
+    /// changed it, and the schedule in force. An inquiry that changes nothing moves the order to
+    /// its next step (product.md section 12): a scheduled one as its claim says, if it still
+    /// holds the order; one asked by hand from the order's own step, if it is scheduled.
+    public static func scheduleAction(
+        _ inquiry: CompletedInquiry, order: StoredOrder?, changed: Bool, schedule: InquirySchedule
+    ) -> ScheduleAction {
+        guard !changed, let order, !order.state.isSettled else { return .none }
+        let next: InquirySchedule.Next
+        if let claim = inquiry.claim {
+            guard holds(claim, order: order) else { return .none }
+            next = claim.next
+        } else {
+            guard order.inquiry.dueAt != nil, let askedAt = Timestamp.parse(inquiry.askedAt),
+                  let changedAt = order.inquiry.from.flatMap(Timestamp.parse) ?? Timestamp.parse(order.createdAt)
+            else { return .none }
+            next = schedule.next(afterStep: order.inquiry.step, changedAt: changedAt, askedAt: askedAt)
+        }
+        switch next {
         case .ask(let at, let step): return .next(dueAt: Timestamp.format(epochMilliseconds: at), step: step)
         case .giveUp: return .giveUp
         }
+    }
+
+    /// Whether `claim` still holds `order`: nothing changed its schedule since it was claimed
+    /// (a change, another node once the lease ran out) and it has not settled.
+    public static func holds(_ claim: InquiryClaim, order: StoredOrder?) -> Bool {
+        guard let order else { return false }
+        return order.id == claim.orderID && order.inquiry.dueAt == claim.lease && !order.state.isSettled
     }
 
     /// The record's outcome, error and resulting notification, from the result and what was written.
