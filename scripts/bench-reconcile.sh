@@ -16,7 +16,11 @@ RECONCILE_COUNT=${RECONCILE_COUNT:-200000}
 
 echo
 echo "== reconciliation: finding a batch of due orders among 1,000,000 (10,000 due)"
-DUE_RESULT=$("$BIN/ipnd-bench" due-orders --store "$WORK/due.sqlite" --orders 1000000 --due 10000 --measure | tee /dev/stderr | grep '^RESULT')
+# Captured, then printed: `tee /dev/stderr` reopens a log file the output is redirected to and
+# writes over it from its start.
+DUE_OUTPUT=$("$BIN/ipnd-bench" due-orders --store "$WORK/due.sqlite" --orders 1000000 --due 10000 --measure)
+echo "$DUE_OUTPUT"
+DUE_RESULT=$(echo "$DUE_OUTPUT" | grep '^RESULT')
 rm -f "$WORK/due.sqlite"*
 
 echo "== reconciliation: seeding 200,000 orders, 100,000 of them due iPay88 orders"
