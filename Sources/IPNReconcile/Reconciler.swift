@@ -285,7 +285,19 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
             try? await store.releaseInquiryClaims([claim], now: WallClock.text())
             return
         }
+        // What changed while it waited: give_up_after passed, or the account was put on hold by
+        // another of its inquiries (429 or 503 with Retry-After).
         let askedAt = WallClock.millis()
+        if schedule.isLastStep(changedAt: changedAt, askedAt: askedAt) {
+            freeWirePlace()
+            await giveUp(claimed)
+            return
+        }
+        if let until = state.withLock({ $0.pacer.heldUntil(account.scope, now: askedAt) }) {
+            freeWirePlace()
+            try? await store.releaseInquiryClaims([claim], now: WallClock.text(until))
+            return
+        }
         let attempt = await inquirer.ask(
             account.inquiry, scope: account.scope, order: InquiryOrder(order), timeout: .seconds(settings.timeoutSeconds))
         freeWirePlace()

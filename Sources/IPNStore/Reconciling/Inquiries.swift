@@ -235,7 +235,8 @@ public protocol InquiryStore: Sendable {
     /// inquiry record, and, for a scheduled one still holding its claim, the order's next step,
     /// or the `unsettled` flag when it was the last.
     func recordInquiry(_ inquiry: CompletedInquiry) async throws(StoreError) -> InquiryRecord
-    /// Gives back claims whose inquiries were not made (shutdown): due again at `now`.
+    /// Gives back claims whose inquiries were not made (a shutdown, a hold, a lease too short to
+    /// ask within): due again at `now`.
     func releaseInquiryClaims(_ claims: [InquiryClaim], now: String) async throws(StoreError)
     /// Gives up on a claimed order whose `give_up_after` has passed, without asking: flags it
     /// `unsettled` (with an `order.flagged` event) and stops its schedule, in one transaction,
