@@ -20,50 +20,8 @@ struct BenchProvider: AsyncParsableCommand {
     var delayMs = 200
 
     func run() async throws {
-        let tally = Tally()
         let delay = TimeAmount.milliseconds(Int64(delayMs))
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let channel = try await ServerBootstrap(group: group)
-            .serverChannelOption(ChannelOptions.backlog, value: 512)
-            .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
-            .childChannelInitializer { channel in
-                channel.pipeline.configureHTTPServerPipeline().flatMap {
-                    channel.pipeline.addHandler(SlowProviderHandler(tally: tally, delay: delay))
-                }
-            }
-            .bind(host: "127.0.0.1", port: port).get()
-        print("listening \(port)")
-        fflush(nil)
-        try await channel.closeFuture.get()
-    }
-}
-
-final class SlowProviderHandler: ChannelInboundHandler, @unchecked Sendable {
-    typealias InboundIn = HTTPServerRequestPart
-
-    private let tally: Tally
-    private let delay: TimeAmount
-    private var head: HTTPRequestHead?
-
-    init(tally: Tally, delay: TimeAmount) {
-        self.tally = tally
-        self.delay = delay
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
-        case .head(let head):
-            self.head = head
-        case .body:
-            break
-        case .end:
-            guard let head else { return }
-            self.head = nil
-            if head.method == .GET {
-                ReceiverHandler.answer(context, version: head.version, .ok, tally.text)
-                return
-            }
-            tally.count(nil)
+        try await ReceiverHandler.serve(port: port) { context, head in
             let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
             context.eventLoop.scheduleTask(in: delay) {
                 ReceiverHandler.answer(loopBound.value, version: head.version, .ok, "Record not found", contentType: "text/html")

@@ -17,20 +17,9 @@ struct BenchReceive: AsyncParsableCommand {
     var port: Int
 
     func run() async throws {
-        let tally = Tally()
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let channel = try await ServerBootstrap(group: group)
-            .serverChannelOption(ChannelOptions.backlog, value: 512)
-            .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
-            .childChannelInitializer { channel in
-                channel.pipeline.configureHTTPServerPipeline().flatMap {
-                    channel.pipeline.addHandler(ReceiverHandler(tally: tally))
-                }
-            }
-            .bind(host: "127.0.0.1", port: port).get()
-        print("listening \(port)")
-        fflush(nil)
-        try await channel.closeFuture.get()
+        try await ReceiverHandler.serve(port: port) { context, head in
+            ReceiverHandler.answer(context, version: head.version, .noContent, "")
+        }
     }
 }
 
@@ -48,15 +37,41 @@ final class Tally: Sendable {
     var text: String { state.withLock { "\($0.posts) \($0.ids.count)\n" } }
 }
 
+/// The bench's local HTTP servers (`receive`, `provider`): counts every POST (and its
+/// webhook-id, when it has one) in a `Tally`, answers `GET /count` from it, and leaves the
+/// answer to a POST to `respond`.
 final class ReceiverHandler: ChannelInboundHandler, @unchecked Sendable {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
+    /// Answers a POST, once counted.
+    typealias Respond = @Sendable (ChannelHandlerContext, HTTPRequestHead) -> Void
 
     private let tally: Tally
+    private let respond: Respond
     private var head: HTTPRequestHead?
 
-    init(tally: Tally) {
+    init(tally: Tally, respond: @escaping Respond) {
         self.tally = tally
+        self.respond = respond
+    }
+
+    /// Serves on 127.0.0.1:`port` from one event loop until the process ends, after printing
+    /// `listening PORT`.
+    static func serve(port: Int, respond: @escaping Respond) async throws {
+        let tally = Tally()
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let channel = try await ServerBootstrap(group: group)
+            .serverChannelOption(ChannelOptions.backlog, value: 512)
+            .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                channel.pipeline.configureHTTPServerPipeline().flatMap {
+                    channel.pipeline.addHandler(ReceiverHandler(tally: tally, respond: respond))
+                }
+            }
+            .bind(host: "127.0.0.1", port: port).get()
+        print("listening \(port)")
+        fflush(nil)
+        try await channel.closeFuture.get()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -72,7 +87,7 @@ final class ReceiverHandler: ChannelInboundHandler, @unchecked Sendable {
                 Self.answer(context, version: head.version, .ok, tally.text)
             } else {
                 tally.count(head.headers.first(name: "webhook-id"))
-                Self.answer(context, version: head.version, .noContent, "")
+                respond(context, head)
             }
         }
     }
