@@ -87,8 +87,6 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
         /// Inquiries waiting for a place on the wire, in the order they came.
         var wireQueue: [CheckedContinuation<Bool, Never>] = []
         var stopping = false
-        /// Claims waiting for their pacing slot, by order id: given back on shutdown.
-        var waiting: [Int64: InquiryClaim] = [:]
         /// When each account's refused credential was last logged at error (Unix ms).
         var unauthorizedLogged: [Scope: Int64] = [:]
         /// Where the next round starts among the accounts (fair to each).
@@ -247,7 +245,6 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
                 let claim = InquiryClaim(orderID: order.orderID, lease: order.lease, next: .giveUp)
                 let startAt = state.withLock { state -> Int64 in
                     state.inFlight += 1
-                    state.waiting[order.orderID] = claim
                     return state.pacer.reserve(account.scope, now: now)
                 }
                 started.append((order: order, account: account, claim: claim, startAt: startAt, leaseEnd: now + leaseMillis))
@@ -272,7 +269,7 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
         }
         let settings = state.withLock { $0.settings }
         let schedule = settings.schedule
-        let changedAt = order.schedule.from.flatMap(Timestamp.parse) ?? Timestamp.parse(order.createdAt) ?? WallClock.millis()
+        let changedAt = order.schedule.changedAtMillis(createdAt: order.createdAt) ?? WallClock.millis()
         if schedule.isLastStep(changedAt: changedAt, askedAt: WallClock.millis()) {
             // give_up_after has passed since the last change: flagged, not asked again.
             await giveUp(claimed)
@@ -281,7 +278,6 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
         guard await waitForTheWire(claimed) else {
             // Stopping before it was asked, or its lease too short now to ask and record within
             // it: given back, due again at once (for this node's next round, or another node).
-            state.withLock { $0.waiting[order.orderID] = nil }
             try? await store.releaseInquiryClaims([claim], now: WallClock.text())
             return
         }
@@ -331,7 +327,6 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
 
     /// Flags the claimed order `unsettled` and ends its schedule, without asking.
     private func giveUp(_ claimed: ClaimedOrder) async {
-        state.withLock { $0.waiting[claimed.order.orderID] = nil }
         let metadata: Logger.Metadata = [
             "provider": "\(claimed.account.scope.provider)", "account": "\(claimed.account.scope.account)",
             "order_ref": "\(claimed.order.orderRef)",
@@ -369,10 +364,8 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
             if let now { continuation.resume(returning: now) }
         }
         guard placed else { return false }
-        let fits = state.withLock { state -> Bool in
-            state.waiting[claimed.order.orderID] = nil
-            return WallClock.millis() + Int64(state.settings.timeoutSeconds) * 2_000 + 1_000 <= claimed.leaseEnd
-        }
+        let timeoutSeconds = state.withLock { $0.settings.timeoutSeconds }
+        let fits = WallClock.millis() + Int64(timeoutSeconds) * 2_000 + 1_000 <= claimed.leaseEnd
         if !fits { freeWirePlace() }
         return fits
     }

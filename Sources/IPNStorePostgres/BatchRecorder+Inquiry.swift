@@ -49,11 +49,7 @@ extension BatchRecorder {
                 """)
             try await connection.run(sql, logger: logger)
         case .giveUp:
-            if let after, let id = after.id {
-                let plan = RecordingPlanner(now: now, routes: routes, schedule: schedule).plan(giveUp: after)
-                try await write([(plan, nil, id)])
-                events += plan.events.count
-            }
+            if let after, let id = after.id { events += try await writeGiveUp(after, id: id) }
         }
         let conclusion = InquiryPlanning.conclusion(inquiry.result, written: written)
         let record = InquiryRecord(
@@ -83,9 +79,15 @@ extension BatchRecorder {
         guard let order = try await lockedOrder(scope, orderRef), let id = order.id, InquiryPlanning.holds(claim, order: order) else {
             return (false, 0)
         }
+        return (true, try await writeGiveUp(order, id: id))
+    }
+
+    /// Writes the give-up on `order` (row `id`): the `unsettled` flag, its event, no schedule.
+    /// Returns how many events were written.
+    private func writeGiveUp(_ order: StoredOrder, id: Int64) async throws -> Int {
         let plan = RecordingPlanner(now: now, routes: routes, schedule: schedule).plan(giveUp: order)
         try await write([(plan, nil, id)])
-        return (true, plan.events.count)
+        return plan.events.count
     }
 
     private func nextInquiryID() async throws -> Int64 {

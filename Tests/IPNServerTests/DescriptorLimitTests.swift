@@ -33,12 +33,12 @@ struct DescriptorLimitTests {
         let during = await RawHTTP.exchange(port: ports.ops, Self.metrics)
         #expect(during.status == 200)
         #expect(during.text.contains("# HELP ipnd_accept_paused_total "))
-        #expect(Self.sample(during.text, #"ipnd_connections_limit{listener="server"}"#) == Double(limit))
-        #expect((Double(limit)...Double(limit + 4)).contains(Self.sample(during.text, #"ipnd_connections{listener="server"}"#) ?? 0),
+        #expect(MetricsText.sample(during.text, "ipnd_connections_limit", ["listener": "server"]) == Double(limit))
+        #expect((Double(limit)...Double(limit + 4)).contains(MetricsText.sample(during.text, "ipnd_connections", ["listener": "server"]) ?? 0),
                 "\(during.text)")
-        #expect((Self.sample(during.text, #"ipnd_accept_paused_total{listener="server"}"#) ?? 0) >= 1)
+        #expect((MetricsText.sample(during.text, "ipnd_accept_paused_total", ["listener": "server"]) ?? 0) >= 1)
         // It never ran out: no accept failed, and nothing died for want of a descriptor.
-        #expect(Self.sample(during.text, #"ipnd_accept_failures_total{listener="server"}"#) == 0)
+        #expect(MetricsText.sample(during.text, "ipnd_accept_failures_total", ["listener": "server"]) == 0)
         try await Task.sleep(for: .seconds(1))
         #expect(daemon.logLines.filter { $0.contains("not accepting connections") }.count == 1, "\(daemon.logLines.suffix(5))")
         #expect(!daemon.logLines.contains { $0.contains("accepting connections again") }, "\(daemon.logLines.suffix(5))")
@@ -52,7 +52,7 @@ struct DescriptorLimitTests {
         #expect(daemon.logLines.contains { $0.contains("accepting connections again") && $0.contains("listener=server") },
                 "\(daemon.logLines.suffix(5))")
         let after = await RawHTTP.exchange(port: ports.ops, Self.metrics)
-        #expect((Self.sample(after.text, #"ipnd_connections{listener="server"}"#) ?? .infinity) < Double(limit))
+        #expect((MetricsText.sample(after.text, "ipnd_connections", ["listener": "server"]) ?? .infinity) < Double(limit))
 
         daemon.signal(SIGTERM)
         #expect(await daemon.waitForExit(timeout: 30) == 0, "\(daemon.logLines.suffix(5))")
@@ -93,11 +93,6 @@ struct DescriptorLimitTests {
         #expect(AcceptProblem(errno: ENOMEM) == .kernelMemory && AcceptProblem(errno: ENOBUFS) == .kernelMemory)
         // A client that gave up before its connection was accepted is no failure of ipnd's.
         #expect(AcceptProblem(errno: ECONNABORTED) == nil)
-    }
-
-    /// The value of the series `name` (with its labels) in a Prometheus text exposition.
-    static func sample(_ text: String, _ name: String) -> Double? {
-        text.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Double($0.dropFirst(name.count + 1)) }
     }
 
     /// Polls `probe` on a thread of its own every 100 ms until it returns a value or `seconds` pass.

@@ -257,25 +257,9 @@ struct InquiryAnswerTests {
         let metrics = try await harness.daemon.get("/metrics", ops: true).text
         let refusals = Self.rows.filter { $0.provider == "juspay" && $0.error == "unauthorized" }.count
         #expect(metrics.contains("# HELP ipnd_inquiries_unauthorized_total "))
-        #expect(Self.sample(metrics, "ipnd_inquiries_unauthorized_total", ["provider": "juspay", "account": "default"]) == Double(refusals))
-        #expect(Self.sample(metrics, "ipnd_inquiries_unauthorized_total", ["provider": "ipay88", "account": "default"]) == 0)
+        #expect(MetricsText.sample(metrics, "ipnd_inquiries_unauthorized_total", ["provider": "juspay", "account": "default"]) == Double(refusals))
+        #expect(MetricsText.sample(metrics, "ipnd_inquiries_unauthorized_total", ["provider": "ipay88", "account": "default"]) == 0)
         try await harness.stop()
-    }
-
-    /// The value of the series of `family` with exactly `labels`, in any order, in a scrape.
-    static func sample(_ scrape: String, _ family: String, _ labels: [String: String]) -> Double? {
-        for line in scrape.split(separator: "\n") where line.hasPrefix(family + "{") {
-            guard let close = line.firstIndex(of: "}") else { continue }
-            let inside = line[line.index(line.startIndex, offsetBy: family.count + 1)..<close]
-            var found: [String: String] = [:]
-            for pair in inside.split(separator: ",") {
-                let parts = pair.split(separator: "=", maxSplits: 1)
-                guard parts.count == 2 else { continue }
-                found[String(parts[0])] = String(parts[1]).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
-            }
-            if found == labels { return Double(line[line.index(after: close)...].trimmingCharacters(in: .whitespaces)) }
-        }
-        return nil
     }
 
     @Test("a pending answer that moves nothing is no news; several Unlimint payments are recorded oldest first; Citcon without its id cannot be asked",

@@ -313,7 +313,7 @@ public enum InquiryPlanning {
             next = claim.next
         } else {
             guard order.inquiry.dueAt != nil, let askedAt = Timestamp.parse(inquiry.askedAt),
-                  let changedAt = order.inquiry.from.flatMap(Timestamp.parse) ?? Timestamp.parse(order.createdAt)
+                  let changedAt = order.inquiry.changedAtMillis(createdAt: order.createdAt)
             else { return .none }
             next = schedule.next(afterStep: order.inquiry.step, changedAt: changedAt, askedAt: askedAt)
         }

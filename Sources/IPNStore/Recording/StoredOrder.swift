@@ -154,6 +154,12 @@ public struct InquiryScheduleState: Sendable, Equatable {
         self.step = step
         self.dueAt = dueAt
     }
+
+    /// The moment (Unix ms) the schedule counts from: `from`, or, for an order scheduled before
+    /// it was kept, the order's creation (`createdAt`).
+    public func changedAtMillis(createdAt: String) -> Int64? {
+        from.flatMap(Timestamp.parse) ?? Timestamp.parse(createdAt)
+    }
 }
 
 /// A refund of an order the store remembers by id.
