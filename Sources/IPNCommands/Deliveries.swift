@@ -121,7 +121,7 @@ struct RetryDeliveries: AsyncParsableCommand {
         } else {
             selection = .ids(ids)
         }
-        let now = Timestamp.format(epochMilliseconds: Int64(Date().timeIntervalSince1970 * 1000))
+        let now = WallClock.system.text()
         let count = try await StoreAccess.write(config) { store throws(StoreError) in try await store.retryDeliveries(selection, now: now) }
         Console.output("\(count) deliver\(count == 1 ? "y" : "ies") put back to pending for an immediate attempt")
         if count == 0, !ids.isEmpty { throw ExitStatus.notFound }
@@ -142,7 +142,7 @@ struct ResumeTarget: AsyncParsableCommand {
         let config = try options.load(secrets: .skip)
         _ = try requireTarget(config, name)
         let name = name
-        let now = Timestamp.format(epochMilliseconds: Int64(Date().timeIntervalSince1970 * 1000))
+        let now = WallClock.system.text()
         let due = try await StoreAccess.write(config) { store throws(StoreError) in try await store.resumeTarget(name, now: now) }
         Console.output("delivery target \(name) resumed: \(due) pending deliver\(due == 1 ? "y" : "ies") due now")
     }

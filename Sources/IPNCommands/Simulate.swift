@@ -63,7 +63,7 @@ struct Simulate: AsyncParsableCommand {
         let config = try options.load()
         let account = try Accounts.require(config, provider: provider, account: self.account)
         let target = try target(base: url ?? Self.defaultBase(config.server))
-        let now = Timestamp.format(epochMilliseconds: Int64(Date().timeIntervalSince1970 * 1000))
+        let now = WallClock.system.text()
         let spec = SimulationSpec(
             orderRef: order, status: status, amount: try money(), path: target.path, uniqueID: Self.uniqueID(),
             time: String(now.prefix(19)) + "Z")

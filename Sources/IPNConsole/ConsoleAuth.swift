@@ -24,8 +24,8 @@ extension OpsConsole {
     /// slowly (`SignInThrottle`), as is the next attempt from the same address.
     func signIn<Context: ConsoleRequestContext>(_ request: Request, context: Context) async -> Response {
         let peer = context.peerAddress?.description ?? "unknown"
-        let wait = throttle.wait(for: peer, now: Self.nowMilliseconds())
-        if wait > .zero { try? await Task.sleep(for: wait) }
+        let wait = throttle.wait(for: peer, now: nowMilliseconds())
+        if wait > .zero { try? await clock.sleep(for: wait) }
         guard let form = await ConsoleForm.read(request) else {
             return signInPage(request, error: "The form could not be read; try again.", status: .badRequest)
         }
@@ -37,16 +37,16 @@ extension OpsConsole {
                 status: .forbidden)
         }
         guard let token = form["token"], !token.isEmpty, let digest = credentials.acceptedDigest(token: token) else {
-            let (failures, delayMilliseconds) = throttle.failed(peer, now: Self.nowMilliseconds())
+            let (failures, delayMilliseconds) = throttle.failed(peer, now: nowMilliseconds())
             // Never the token itself: it may be a real one typed into the wrong field.
             logger.warning("console sign-in refused: token not accepted", metadata: [
                 "peer": "\(peer)", "failures": "\(failures)", "delay_ms": "\(delayMilliseconds)",
             ])
-            try? await Task.sleep(for: .milliseconds(delayMilliseconds))
+            try? await clock.sleep(for: .milliseconds(delayMilliseconds))
             return signInPage(request, next: next, error: "That token is not accepted.", status: .unauthorized)
         }
         throttle.succeeded(peer)
-        let (_, cookie) = sessions.start(digest: digest, now: Self.nowSeconds())
+        let (_, cookie) = sessions.start(digest: digest, now: nowSeconds())
         logger.info("console sign-in", metadata: ["peer": "\(peer)"])
         var response = Self.redirect(next)
         response.setCookie(cookie)
@@ -57,8 +57,8 @@ extension OpsConsole {
     /// `POST /sign-out` (the session middleware has checked its CSRF token).
     func signOut(_ request: Request) -> Response {
         var response = Self.redirect("/sign-in")
-        if let session = sessions.session(request, now: Self.nowSeconds()) {
-            response.setCookie(sessions.end(session, now: Self.nowSeconds()))
+        if let session = sessions.session(request, now: nowSeconds()) {
+            response.setCookie(sessions.end(session, now: nowSeconds()))
         }
         return response
     }
@@ -77,10 +77,12 @@ struct SignInPage: Sendable {
 struct ConsoleSessionMiddleware<Context: ConsoleRequestContext>: RouterMiddleware {
     let sessions: ConsoleSessions
     let logger: Logger
+    /// The time of day sessions expire on.
+    let clock: WallClock
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var request = request
-        guard let session = sessions.session(request, now: OpsConsole.nowSeconds()) else {
+        guard let session = sessions.session(request, now: clock.millis() / 1000) else {
             if request.method == .get || request.method == .head {
                 let target = request.uri.path + (request.uri.query.map { "?" + $0 } ?? "")
                 return OpsConsole.redirect(URLText.link("/sign-in", [("next", URLText.isLocalPath(target) ? target : "/")]))

@@ -21,7 +21,7 @@ extension OpsConsole {
         }
         let chosen = filter
         return await page(request) { () async throws(StoreError) -> Response in
-            let window = OverviewWindow(nowMilliseconds: Self.nowMilliseconds())
+            let window = OverviewWindow(nowMilliseconds: nowMilliseconds())
             // The counts are per hour: a `since` counts from the start of its hour.
             let countsSince = chosen.since.map(HourlyNotificationCount.hour(of:)) ?? window.start
             var rows: [NotificationRecord] = []

@@ -37,6 +37,9 @@ public struct OpsConsole: Sendable {
     let sessions: ConsoleSessions
     let throttle = SignInThrottle()
     let templates: MustacheLibrary
+    /// The time of day sessions expire, the sign-in throttle forgets and the overview's windows
+    /// are counted on.
+    let clock: WallClock
 
     /// Rows on a page of a list.
     static let pageSize = 50
@@ -47,9 +50,10 @@ public struct OpsConsole: Sendable {
     ///     characters written out (IPNServer passes `VisibleText.escaping`, the CLI's rule).
     public init(
         store: any Store, asking: any InquiryAsking, config: LiveConfig, credentials: OpsCredentials, logger: Logger,
-        visibleText: @escaping @Sendable (String) -> String
+        visibleText: @escaping @Sendable (String) -> String, clock: WallClock = .system
     ) throws {
         self.store = store
+        self.clock = clock
         self.asking = asking
         live = config
         self.credentials = credentials
@@ -69,7 +73,7 @@ public struct OpsConsole: Sendable {
         open.get("/favicon.svg") { _, _ in Self.asset(ConsoleAssets.favicon, contentType: "image/svg+xml") }
         open.get("/sign-in") { request, _ in
             // Already signed in: on to where the form would have led.
-            guard sessions.session(request, now: Self.nowSeconds()) == nil else {
+            guard sessions.session(request, now: nowSeconds()) == nil else {
                 let next = FormQuery(request.uri)["next"].flatMap { URLText.isLocalPath($0) ? $0 : nil }
                 return Self.redirect(next ?? "/")
             }
@@ -77,7 +81,7 @@ public struct OpsConsole: Sendable {
         }
         open.post("/sign-in") { request, context in await signIn(request, context: context) }
 
-        let pages = open.group().add(middleware: ConsoleSessionMiddleware<Context>(sessions: sessions, logger: logger))
+        let pages = open.group().add(middleware: ConsoleSessionMiddleware<Context>(sessions: sessions, logger: logger, clock: clock))
         pages.get("/") { request, _ in await overview(request) }
         pages.get("/orders") { request, _ in await ordersPage(request) }
         pages.get("/orders/:provider/:account/:order_ref") { request, context in
@@ -108,7 +112,7 @@ public struct OpsConsole: Sendable {
     ) -> Response {
         let frame = PageFrame(
             pageTitle: title, signedIn: true, navItems: NavItem.all(current: current),
-            csrfToken: sessions.session(request, now: Self.nowSeconds())?.csrfToken ?? "",
+            csrfToken: sessions.session(request, now: nowSeconds())?.csrfToken ?? "",
             flashMessage: Flash.message(FormQuery(request.uri)), errorMessage: error, page: page)
         return html(template, frame, status: status)
     }
@@ -159,9 +163,9 @@ public struct OpsConsole: Sendable {
         return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
     }
 
-    static func nowMilliseconds() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
-    static func nowSeconds() -> Int64 { nowMilliseconds() / 1000 }
-    static func now() -> String { Timestamp.format(epochMilliseconds: nowMilliseconds()) }
+    func nowMilliseconds() -> Int64 { clock.millis() }
+    func nowSeconds() -> Int64 { clock.millis() / 1000 }
+    func now() -> String { clock.text() }
 }
 
 /// The message page's values.

@@ -8,13 +8,13 @@ extension OpsConsole {
     /// target's standing.
     func overview(_ request: Request) async -> Response {
         await page(request) { () async throws(StoreError) -> Response in
-            let window = OverviewWindow(nowMilliseconds: Self.nowMilliseconds())
+            let window = OverviewWindow(nowMilliseconds: nowMilliseconds())
             let counts = try await store.notificationCounts(since: window.start)
             let states = try await store.orderCountsByState()
             let flagged = try await store.flaggedOrders("amount_mismatch", limit: OverviewPage.mismatchesShown)
             let targets = try await store.deliveryTargets()
             let scopes = asking.scopes
-            let backlog = try await store.inquiryBacklog(scopes: scopes, now: Timestamp.format(epochMilliseconds: Self.nowMilliseconds()))
+            let backlog = try await store.inquiryBacklog(scopes: scopes, now: Timestamp.format(epochMilliseconds: nowMilliseconds()))
             var model = OverviewPage(window: window, counts: counts, states: states, flagged: flagged, targets: targets)
             model.awaitingInquiry = backlog.awaiting
             model.oldestAwaiting = backlog.oldestDueAt

@@ -18,6 +18,8 @@ import ServiceLifecycle
 /// finish for `shutdownGrace`, then abandons the rest, which are attempted again later.
 public final class DeliveryService: Service, Sendable {
     private let store: any Store
+    /// The time of day the retry schedule, the three-day give-up and the leases are read on.
+    private let clock: WallClock
     private let logger: Logger
     private let metrics: DeliveryMetrics
     private let owner: String
@@ -52,9 +54,10 @@ public final class DeliveryService: Service, Sendable {
     public init(
         store: any Store, targets: [DeliveryTarget], logger: Logger, metrics: DeliveryMetrics, userAgent: String,
         owner: String = DeliveryService.ownerName(), shutdownGrace: Duration = .seconds(5),
-        retryScale: Double = DeliveryService.environmentRetryScale()
+        retryScale: Double = DeliveryService.environmentRetryScale(), clock: WallClock = .system
     ) throws {
         self.store = store
+        self.clock = clock
         self.logger = logger
         self.metrics = metrics
         self.owner = owner
@@ -166,15 +169,11 @@ public final class DeliveryService: Service, Sendable {
             let ids = state.withLock { $0.workers.values.flatMap { $0.leasedIDs } }
             guard !ids.isEmpty else { continue }
             do {
-                try await store.renewLeases(ids: ids, owner: owner, until: Self.timestamp(offset: leaseLength))
+                try await store.renewLeases(ids: ids, owner: owner, until: clock.text(offset: leaseLength))
             } catch {
                 logger.warning("delivery leases not renewed", metadata: ["error": "\(error)"])
             }
         }
-    }
-
-    static func timestamp(offset milliseconds: Int64 = 0) -> String {
-        Timestamp.format(epochMilliseconds: Int64(Date().timeIntervalSince1970 * 1000) + milliseconds)
     }
 
     // MARK: One attempt
@@ -193,7 +192,7 @@ public final class DeliveryService: Service, Sendable {
             await release([delivery.id])
             return nil
         }
-        let nowMillis = Int64(Date().timeIntervalSince1970 * 1000)
+        let nowMillis = clock.millis()
         let now = Timestamp.format(epochMilliseconds: nowMillis)
         let firstAttempt = delivery.firstAttemptAt.flatMap(Timestamp.parse) ?? nowMillis
         let decision = RetrySchedule.decide(
@@ -240,7 +239,7 @@ public final class DeliveryService: Service, Sendable {
     /// Gives back deliveries leased but not attempted: due again at once.
     func release(_ ids: [Int64]) async {
         guard !ids.isEmpty else { return }
-        try? await store.releaseDeliveries(ids: ids, owner: owner, now: Self.timestamp())
+        try? await store.releaseDeliveries(ids: ids, owner: owner, now: clock.text())
     }
 
     /// Waits, up to `maxYield`, while `busyRecording` or more notifications are being recorded:
@@ -266,7 +265,7 @@ public final class DeliveryService: Service, Sendable {
     func settle(_ outcomes: [DeliveryAttemptOutcome], thenClaim limit: Int, for target: DeliveryTarget) async -> [DeliveryAttempt] {
         do {
             return try await store.settleDeliveries(
-                outcomes, thenClaim: target.name, limit: limit, now: Self.timestamp(), leaseUntil: Self.timestamp(offset: leaseLength),
+                outcomes, thenClaim: target.name, limit: limit, now: clock.text(), leaseUntil: clock.text(offset: leaseLength),
                 owner: owner)
         } catch {
             var metadata: Logger.Metadata = ["target": .string(target.name), "store_error": "\(error)"]

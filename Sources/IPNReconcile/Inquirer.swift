@@ -2,12 +2,6 @@ import Foundation
 import IPNCore
 import IPNStore
 
-/// The wall clock, in Unix milliseconds and as stored text.
-enum WallClock {
-    static func millis() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
-    static func text(_ millis: Int64 = WallClock.millis()) -> String { Timestamp.format(epochMilliseconds: millis) }
-}
-
 /// One inquiry asked, before it is recorded.
 public struct InquiryAttempt: Sendable, Equatable {
     public var url: String
@@ -34,10 +28,14 @@ public struct InquiryAttempt: Sendable, Equatable {
 public struct Inquirer: Sendable {
     let client: InquiryClient
     let tokens: TokenCache
+    /// The time of day requests are dated with, and `Retry-After` and tokens' lifetimes are
+    /// counted on.
+    let clock: WallClock
 
-    public init(client: InquiryClient, tokens: TokenCache) {
+    public init(client: InquiryClient, tokens: TokenCache, clock: WallClock) {
         self.client = client
         self.tokens = tokens
+        self.clock = clock
     }
 
     /// Asks `inquiry`'s provider about `order` of account `scope`, each HTTP exchange within
@@ -73,7 +71,7 @@ public struct Inquirer: Sendable {
         }
         var token: AccessToken?
         if inquiry.tokenRequest() != nil {
-            switch await tokens.token(for: scope, inquiry: inquiry, nowMillis: WallClock.millis(), timeout: timeout) {
+            switch await tokens.token(for: scope, inquiry: inquiry, nowMillis: clock.millis(), timeout: timeout) {
             case .success(let value):
                 token = value
             case .failure(let failure):
@@ -88,7 +86,7 @@ public struct Inquirer: Sendable {
                 return Try(value: attempt, renewable: false)
             }
         }
-        let now = WallClock.millis()
+        let now = clock.millis()
         let request: InquiryRequest
         do throws(InquiryRefusal) {
             request = try inquiry.request(for: order, context: InquiryContext(nowMillis: now, requestID: UUID().uuidString.lowercased(), token: token))
@@ -111,7 +109,7 @@ public struct Inquirer: Sendable {
         }
         var attempt = InquiryAttempt(
             url: request.url, httpStatus: answer.status, providerStatus: nil, result: .error("no reading"), durationMs: 0,
-            retryAfterMillis: Self.retryAfter(answer, now: WallClock.millis()), unauthorized: false)
+            retryAfterMillis: Self.retryAfter(answer, now: clock.millis()), unauthorized: false)
         switch inquiry.read(answer, to: request, order: order) {
         case .facts(let facts, let status):
             attempt.providerStatus = status

@@ -64,6 +64,8 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
     static let claimLimit = 64
 
     private let store: any Store
+    /// The time of day the schedule, the give-up, the pace and `Retry-After` holds are read on.
+    private let clock: WallClock
     private let logger: Logger
     private let metrics: ReconcileMetrics
     private let client: InquiryClient
@@ -98,13 +100,15 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
     }
 
     public init(
-        store: any Store, settings: Settings, accounts: [Account], logger: Logger, metrics: ReconcileMetrics, userAgent: String
+        store: any Store, settings: Settings, accounts: [Account], logger: Logger, metrics: ReconcileMetrics, userAgent: String,
+        clock: WallClock = .system
     ) {
         self.store = store
+        self.clock = clock
         self.logger = logger
         self.metrics = metrics
         client = InquiryClient(userAgent: userAgent, eventLoopGroup: threads.group)
-        inquirer = Inquirer(client: client, tokens: TokenCache(client: client))
+        inquirer = Inquirer(client: client, tokens: TokenCache(client: client, clock: clock), clock: clock)
         state = Locked(State(settings: settings, accounts: accounts, pacer: AccountPacer(perMinute: settings.perAccountPerMinute)))
         store.setInquirySchedule(settings.schedule)
         for account in accounts { metrics.register(account.scope) }
@@ -174,14 +178,14 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
             throw .store(error)
         }
         guard let order = detail?.order else { throw .unknownOrder }
-        let askedAt = WallClock.millis()
+        let askedAt = clock.millis()
         let (timeout, heldUntil) = state.withLock { ($0.settings.timeoutSeconds, $0.pacer.heldUntil(scope, now: askedAt)) }
         let attempt: InquiryAttempt
         if let heldUntil {
             // The provider asked (429/503 with Retry-After) to be left alone: not asked now either.
             attempt = InquiryAttempt(
                 url: configured.inquiry.baseURL, httpStatus: nil, providerStatus: nil,
-                result: .error("not asked: the provider asked ipnd to wait (Retry-After) until \(WallClock.text(heldUntil))"),
+                result: .error("not asked: the provider asked ipnd to wait (Retry-After) until \(Timestamp.format(epochMilliseconds: heldUntil))"),
                 durationMs: 0, retryAfterMillis: nil, unauthorized: false)
         } else {
             attempt = await inquirer.ask(configured.inquiry, scope: scope, order: InquiryOrder(order), timeout: .seconds(timeout))
@@ -189,7 +193,7 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
         if let until = attempt.retryAfterMillis { state.withLock { $0.pacer.hold(scope, until: until) } }
         do {
             let record = try await store.recordInquiry(CompletedInquiry(
-                scope: scope, orderRef: orderRef, askedAt: WallClock.text(askedAt), trigger: trigger, url: attempt.url,
+                scope: scope, orderRef: orderRef, askedAt: Timestamp.format(epochMilliseconds: askedAt), trigger: trigger, url: attempt.url,
                 durationMs: attempt.durationMs, httpStatus: attempt.httpStatus, providerStatus: attempt.providerStatus,
                 result: attempt.result))
             report(record, attempt: attempt)
@@ -224,7 +228,7 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
         let leaseMillis = settings.leaseMillis
         for offset in 0..<accounts.count {
             let account = accounts[(start + offset) % accounts.count]
-            let now = WallClock.millis()
+            let now = clock.millis()
             let wanted = state.withLock { state -> Int in
                 let free = state.claimCap - state.inFlight
                 guard free > 0, !state.stopping else { return 0 }
@@ -234,7 +238,7 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
             let due: [DueOrder]
             do {
                 due = try await store.claimDueOrders(
-                    scope: account.scope, limit: wanted, now: WallClock.text(now), leaseUntil: WallClock.text(now + leaseMillis))
+                    scope: account.scope, limit: wanted, now: Timestamp.format(epochMilliseconds: now), leaseUntil: Timestamp.format(epochMilliseconds: now + leaseMillis))
             } catch {
                 logger.error("due orders not claimed: store unavailable", metadata: [
                     "provider": "\(account.scope.provider)", "account": "\(account.scope.account)", "store_error": "\(error)",
@@ -269,8 +273,8 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
         }
         let settings = state.withLock { $0.settings }
         let schedule = settings.schedule
-        let changedAt = order.schedule.changedAtMillis(createdAt: order.createdAt) ?? WallClock.millis()
-        if schedule.isLastStep(changedAt: changedAt, askedAt: WallClock.millis()) {
+        let changedAt = order.schedule.changedAtMillis(createdAt: order.createdAt) ?? clock.millis()
+        if schedule.isLastStep(changedAt: changedAt, askedAt: clock.millis()) {
             // give_up_after has passed since the last change: flagged, not asked again.
             await giveUp(claimed)
             return
@@ -278,12 +282,12 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
         guard await waitForTheWire(claimed) else {
             // Stopping before it was asked, or its lease too short now to ask and record within
             // it: given back, due again at once (for this node's next round, or another node).
-            try? await store.releaseInquiryClaims([claim], now: WallClock.text())
+            try? await store.releaseInquiryClaims([claim], now: clock.text())
             return
         }
         // What changed while it waited: give_up_after passed, or the account was put on hold by
         // another of its inquiries (429 or 503 with Retry-After).
-        let askedAt = WallClock.millis()
+        let askedAt = clock.millis()
         if schedule.isLastStep(changedAt: changedAt, askedAt: askedAt) {
             freeWirePlace()
             await giveUp(claimed)
@@ -291,7 +295,7 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
         }
         if let until = state.withLock({ $0.pacer.heldUntil(account.scope, now: askedAt) }) {
             freeWirePlace()
-            try? await store.releaseInquiryClaims([claim], now: WallClock.text(until))
+            try? await store.releaseInquiryClaims([claim], now: Timestamp.format(epochMilliseconds: until))
             return
         }
         let attempt = await inquirer.ask(
@@ -299,7 +303,7 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
         freeWirePlace()
         if Task.isCancelled {
             // Cut short by a stop: not an answer; asked again, by this node's next start or another.
-            try? await store.releaseInquiryClaims([claim], now: WallClock.text())
+            try? await store.releaseInquiryClaims([claim], now: clock.text())
             return
         }
         var next = schedule.next(afterStep: order.schedule.step, changedAt: changedAt, askedAt: askedAt)
@@ -309,7 +313,7 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
             next = .ask(atMillis: until, step: order.schedule.step)
         }
         var completed = CompletedInquiry(
-            scope: account.scope, orderRef: order.orderRef, askedAt: WallClock.text(askedAt), trigger: .schedule, url: attempt.url,
+            scope: account.scope, orderRef: order.orderRef, askedAt: Timestamp.format(epochMilliseconds: askedAt), trigger: .schedule, url: attempt.url,
             durationMs: attempt.durationMs, httpStatus: attempt.httpStatus, providerStatus: attempt.providerStatus,
             result: attempt.result)
         completed.claim = InquiryClaim(orderID: order.orderID, lease: claim.lease, next: next)
@@ -349,8 +353,7 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
     /// One sleep to the slot and one wake for the place: at 100 inquiries/s, a wake every few
     /// milliseconds per waiting order cost more CPU than the inquiries themselves.
     private func waitForTheWire(_ claimed: ClaimedOrder) async -> Bool {
-        let wait = claimed.startAt - WallClock.millis()
-        if wait > 0 { try? await Task.sleep(for: .milliseconds(wait)) }
+        try? await clock.sleep(untilMillis: claimed.startAt)
         let placed = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
             let now: Bool? = state.withLock { state in
                 if state.stopping { return false }
@@ -365,7 +368,7 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
         }
         guard placed else { return false }
         let timeoutSeconds = state.withLock { $0.settings.timeoutSeconds }
-        let fits = WallClock.millis() + Int64(timeoutSeconds) * 2_000 + 1_000 <= claimed.leaseEnd
+        let fits = clock.millis() + Int64(timeoutSeconds) * 2_000 + 1_000 <= claimed.leaseEnd
         if !fits { freeWirePlace() }
         return fits
     }
@@ -435,7 +438,7 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
         if attempt.unauthorized {
             let scope = Scope(provider: record.provider, account: record.account)
             metrics.unauthorized(scope)
-            let now = WallClock.millis()
+            let now = clock.millis()
             let due = state.withLock { state -> Bool in
                 guard now - (state.unauthorizedLogged[scope] ?? .min / 2) >= 3_600_000 else { return false }
                 state.unauthorizedLogged[scope] = now

@@ -8,6 +8,8 @@ public actor TokenCache {
     private var tokens: [Scope: AccessToken] = [:]
     private var fetching: [Scope: Task<Result<AccessToken, TokenFailure>, Never>] = [:]
     private let client: InquiryClient
+    /// The time of day tokens' lifetimes are counted on.
+    private let clock: WallClock
 
     /// Why no token could be had.
     public struct TokenFailure: Error, Sendable, Equatable {
@@ -20,8 +22,9 @@ public actor TokenCache {
         public var retryAfterMillis: Int64? = nil
     }
 
-    public init(client: InquiryClient) {
+    public init(client: InquiryClient, clock: WallClock) {
         self.client = client
+        self.clock = clock
     }
 
     /// The account's token, fetched with `inquiry.tokenRequest()` when there is none or it is due
@@ -34,7 +37,7 @@ public actor TokenCache {
         guard let request = inquiry.tokenRequest() else {
             return .failure(TokenFailure(message: "this provider asks without a token", httpStatus: nil, unauthorized: false))
         }
-        let client = client
+        let (client, clock) = (client, clock)
         let task = Task { () -> Result<AccessToken, TokenFailure> in
             let answer: InquiryAnswer
             do {
@@ -45,11 +48,11 @@ public actor TokenCache {
                 return .failure(TokenFailure(message: "token: cancelled", httpStatus: nil, unauthorized: false))
             }
             do throws(InquiryTokenError) {
-                return .success(try inquiry.readToken(answer, nowMillis: WallClock.millis()))
+                return .success(try inquiry.readToken(answer, nowMillis: clock.millis()))
             } catch {
                 return .failure(TokenFailure(
                     message: "token: \(error.message)", httpStatus: answer.status, unauthorized: error.unauthorized,
-                    retryAfterMillis: Inquirer.retryAfter(answer, now: WallClock.millis())))
+                    retryAfterMillis: Inquirer.retryAfter(answer, now: clock.millis())))
             }
         }
         fetching[scope] = task

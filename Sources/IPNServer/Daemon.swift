@@ -74,26 +74,34 @@ public final class Daemon: Sendable {
 
     /// Scales the delivery retry schedule's waits (tests; `IPND_DELIVERY_RETRY_SCALE`).
     private let deliveryRetryScale: Double
-    private let housekeeping: Housekeeping
+    private let timing: Timing
 
-    /// The clock and periods of the daemon's housekeeping: store retention and the
-    /// rejected-request budget's windows. The defaults are production's; tests shorten the
-    /// periods and move the clock.
-    public struct Housekeeping: Sendable {
-        /// The time of day retention cutoffs and budget windows are taken from.
-        public var now: @Sendable () -> Date
-        /// Between retention passes.
+    /// The daemon's clock and the periods and timeouts it keeps. The defaults are production's;
+    /// tests move an adjustable clock instead of waiting, shorten the periods, and give the store
+    /// timeouts that fit a busy machine.
+    public struct Timing: Sendable {
+        /// The time of day everything the daemon stamps or schedules reads (`WallClock`): the
+        /// store's rows, the reconciler, deliveries' retries, retention, the rejected-request
+        /// budget, console sessions and the sign-in throttle.
+        public var clock: WallClock
+        /// Between retention passes (on `clock`).
         public var retentionInterval: Duration
         /// The rejected-request budget's window (`server.rejected_store_per_minute` per window).
         public var budgetWindow: Duration
+        /// How long the store's writes wait for the database; nil for production's.
+        public var storeTimeouts: StoreTimeouts?
 
-        public init(now: @escaping @Sendable () -> Date = { Date() }, retentionInterval: Duration = .seconds(300),
-                    budgetWindow: Duration = .seconds(60)) {
-            self.now = now
+        public init(clock: WallClock = .system, retentionInterval: Duration = .seconds(300), budgetWindow: Duration = .seconds(60),
+                    storeTimeouts: StoreTimeouts? = nil) {
+            self.clock = clock
             self.retentionInterval = retentionInterval
             self.budgetWindow = budgetWindow
+            self.storeTimeouts = storeTimeouts
         }
     }
+
+    /// The time of day the daemon reads (`Timing.clock`).
+    public var clock: WallClock { timing.clock }
 
     /// Opens (creating and migrating) the config's store; the listeners start with `run`.
     /// - Parameter configEnvironment: the environment `config` was loaded with (its `IPND_`
@@ -103,7 +111,7 @@ public final class Daemon: Sendable {
         logger: Logger,
         notifier: SystemdNotifier = SystemdNotifier(),
         deliveryRetryScale: Double = DeliveryService.environmentRetryScale(),
-        housekeeping: Housekeeping = Housekeeping(),
+        timing: Timing = Timing(),
         configEnvironment: [String: String] = ProcessInfo.processInfo.environment
     ) async throws(StoreError) -> Daemon {
         let metricsRegistry = MetricsRegistry()
@@ -114,7 +122,7 @@ public final class Daemon: Sendable {
             storeLock = try StoreLock(storePath: path)
         }
         let store = try await StoreFactory.open(
-            config, purpose: .daemon, logger: logger,
+            config, purpose: .daemon, logger: logger, clock: timing.clock, timeouts: timing.storeTimeouts,
             commitObserver: { size, seconds, failed in
                 metrics.commit(batchSize: size, seconds: seconds, failed: failed)
             },
@@ -127,12 +135,12 @@ public final class Daemon: Sendable {
             })
         return Daemon(
             config: config, store: store, storeLock: storeLock, logger: logger, notifier: notifier, metricsRegistry: metricsRegistry,
-            deliveryRetryScale: deliveryRetryScale, housekeeping: housekeeping, configEnvironment: configEnvironment)
+            deliveryRetryScale: deliveryRetryScale, timing: timing, configEnvironment: configEnvironment)
     }
 
     private init(
         config: IPNDConfig, store: any Store, storeLock: StoreLock?, logger: Logger, notifier: SystemdNotifier,
-        metricsRegistry: MetricsRegistry, deliveryRetryScale: Double, housekeeping: Housekeeping,
+        metricsRegistry: MetricsRegistry, deliveryRetryScale: Double, timing: Timing,
         configEnvironment: [String: String]
     ) {
         self.configEnvironment = configEnvironment
@@ -140,7 +148,7 @@ public final class Daemon: Sendable {
         self.store = store
         self.storeLock = storeLock
         self.deliveryRetryScale = deliveryRetryScale
-        self.housekeeping = housekeeping
+        self.timing = timing
         self.logger = logger
         self.notifier = notifier
         self.metricsRegistry = metricsRegistry
@@ -166,17 +174,17 @@ public final class Daemon: Sendable {
         for target in config.deliveries { deliveryMetrics.register(target: target.name) }
         let deliveries = try DeliveryService(
             store: store, targets: config.deliveries, logger: logger, metrics: deliveryMetrics, userAgent: "ipnd/\(BuildInfo.version)",
-            retryScale: deliveryRetryScale)
+            retryScale: deliveryRetryScale, clock: timing.clock)
         let reconciler = Reconciler(
             store: store, settings: config.reconcilerSettings, accounts: config.inquiryAccounts, logger: logger,
-            metrics: ReconcileMetrics(factory: metricsRegistry.factory), userAgent: "ipnd/\(BuildInfo.version)")
+            metrics: ReconcileMetrics(factory: metricsRegistry.factory), userAgent: "ipnd/\(BuildInfo.version)", clock: timing.clock)
         let health = HealthEndpoints(store: store, logger: logger)
-        let budget = RejectedStoreBudget(perWindow: config.server.rejectedStorePerMinute, window: housekeeping.budgetWindow)
+        let budget = RejectedStoreBudget(perWindow: config.server.rejectedStorePerMinute, window: timing.budgetWindow)
         let endpoint = ProviderEndpoint(
-            live: live, store: store, logger: logger, metrics: metrics, tally: tally, budget: budget, now: housekeeping.now)
+            live: live, store: store, logger: logger, metrics: metrics, tally: tally, budget: budget, clock: timing.clock)
         let retention = RetentionService(
             store: store, retention: config.store.retention, logger: logger,
-            schedule: RetentionService.Schedule(interval: housekeeping.retentionInterval), now: housekeeping.now)
+            schedule: RetentionService.Schedule(interval: timing.retentionInterval), clock: timing.clock)
         let metrics = metrics
         let connectionLimits = Self.connectionLimits(factory: metricsRegistry.factory)
         let providerApp = Application(
@@ -199,10 +207,12 @@ public final class Daemon: Sendable {
             ])
         }
         let console = try OpsConsole(
-            store: store, asking: reconciler, config: live, credentials: opsCredentials, logger: logger, visibleText: VisibleText.escaping)
+            store: store, asking: reconciler, config: live, credentials: opsCredentials, logger: logger, visibleText: VisibleText.escaping,
+            clock: timing.clock)
         let opsRouter = Routes.opsRouter(
-            api: OpsAPI(config: live, store: store, asking: reconciler, logger: logger), health: health,
-            metrics: MetricsEndpoint(registry: metricsRegistry, store: store, inquiryScopes: { reconciler.scopes }), console: console,
+            api: OpsAPI(config: live, store: store, asking: reconciler, logger: logger, clock: timing.clock), health: health,
+            metrics: MetricsEndpoint(registry: metricsRegistry, store: store, inquiryScopes: { reconciler.scopes }, clock: timing.clock),
+            console: console,
             credentials: opsCredentials, logger: logger)
         let opsApp = Application(
             router: opsRouter,
@@ -233,7 +243,7 @@ public final class Daemon: Sendable {
                 .init(service: deliveries),
                 .init(service: reconciler),
                 .init(service: retention),
-                .init(service: RejectedStoreBudgetReporter(budget: budget, logger: logger, now: housekeeping.now)),
+                .init(service: RejectedStoreBudgetReporter(budget: budget, logger: logger, clock: timing.clock)),
                 // The ops listener stops after the provider-facing one, which stops right after
                 // systemd hears STOPPING=1.
                 .init(service: Listener(

@@ -22,22 +22,28 @@ public enum StoreFactory {
     }
 
     /// Opens the store for `purpose`, with the config's delivery routes.
+    /// - Parameters:
+    ///   - clock: the time of day the store stamps rows with.
+    ///   - timeouts: how long writes wait for the database; nil for the purpose's defaults
+    ///     (production's for the daemon; a command's SQLite write waits 10 s for the daemon's lock).
     public static func open(
-        _ config: IPNDConfig, purpose: Purpose, logger: Logger,
+        _ config: IPNDConfig, purpose: Purpose, logger: Logger, clock: WallClock = .system, timeouts: StoreTimeouts? = nil,
         commitObserver: (@Sendable (_ batchSize: Int, _ seconds: Double, _ failed: Bool) -> Void)? = nil,
         checkpointObserver: (@Sendable (_ seconds: Double, _ error: StoreError?) -> Void)? = nil
     ) async throws(StoreError) -> any Store {
         let store: any Store
         switch config.store.backend {
         case .sqlite(let path):
+            let timeouts = timeouts ?? (purpose == .daemon ? .production : StoreTimeouts(write: .seconds(10)))
             store = try SQLiteStore(
-                path: path, maxBatch: purpose == .daemon ? config.store.maxBatch : 16, busyTimeout: purpose == .daemon ? 5 : 10,
-                role: purpose == .daemon ? .daemon : .command, commitObserver: commitObserver, checkpointObserver: checkpointObserver)
+                path: path, maxBatch: purpose == .daemon ? config.store.maxBatch : 16, busyTimeout: timeouts.writeSeconds,
+                role: purpose == .daemon ? .daemon : .command, commitObserver: commitObserver, checkpointObserver: checkpointObserver,
+                clock: clock)
         case .postgres(let settings):
             store = try await PostgresStore.open(
                 configuration: try postgresConfiguration(settings), location: location(settings),
                 poolSize: purpose == .daemon ? settings.poolSize : 4, maxBatch: config.store.maxBatch,
-                migrate: purpose == .daemon, logger: logger)
+                migrate: purpose == .daemon, logger: logger, clock: clock, timeouts: timeouts ?? .production)
         }
         store.setDeliveryRoutes(config.deliveries.map(DeliveryRoute.init))
         store.setInquirySchedule(config.reconcilerSettings.schedule)

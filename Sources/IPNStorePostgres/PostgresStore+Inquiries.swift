@@ -40,7 +40,7 @@ extension PostgresStore {
     }
 
     public func recordInquiry(_ inquiry: CompletedInquiry) async throws(StoreError) -> InquiryRecord {
-        let now = Self.timestamp()
+        let now = timestamp()
         let routes = routesNow
         let schedule = scheduleNow
         let (record, events) = try await transaction(doing: "record an inquiry") { [logger] connection in
@@ -52,7 +52,7 @@ extension PostgresStore {
     }
 
     public func giveUpInquiries(_ claim: InquiryClaim, scope: Scope, orderRef: String) async throws(StoreError) -> Bool {
-        let now = Self.timestamp()
+        let now = timestamp()
         let routes = routesNow
         let schedule = scheduleNow
         let (gaveUp, events) = try await transaction(doing: "give up on an order's inquiries") { [logger] connection in

@@ -49,7 +49,7 @@ extension PostgresStore {
     }
 
     public func plan(_ entry: InboxEntry) async throws(StoreError) -> RecordOutcome {
-        let now = Self.timestamp()
+        let now = timestamp()
         let routes = self.routesNow
         let schedule = self.scheduleNow
         let results = try await transaction(doing: "plan a notification") { [logger] connection in

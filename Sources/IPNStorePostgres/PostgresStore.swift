@@ -23,8 +23,10 @@ public final class PostgresStore: Store {
     /// This node's name on its heartbeat row.
     private let node: String
 
-    /// How long a write may wait for the database (a connection, a lock) before it answers 503.
-    static let writeTimeout: Duration = .seconds(5)
+    /// The time of day rows are stamped with.
+    let clock: WallClock
+    let timeouts: StoreTimeouts
+
 
     /// Connects with `configuration`, migrates (under the migration lock) unless `migrate` is
     /// false, in which case the schema must be this version's, and starts the writers.
@@ -33,7 +35,7 @@ public final class PostgresStore: Store {
     ///   - writers: connections writing notification batches concurrently.
     public static func open(
         configuration: PostgresClient.Configuration, location: String, poolSize: Int, maxBatch: Int = 256, writers: Int? = nil,
-        migrate: Bool = true, logger: Logger
+        migrate: Bool = true, logger: Logger, clock: WallClock = .system, timeouts: StoreTimeouts = .production
     ) async throws(StoreError) -> PostgresStore {
         var configuration = configuration
         configuration.options.maximumConnections = max(2, poolSize)
@@ -52,11 +54,18 @@ public final class PostgresStore: Store {
             throw error
         }
         let writerCount = writers ?? max(1, min(4, poolSize / 4))
-        return PostgresStore(client: client, task: task, location: location, maxBatch: maxBatch, writers: writerCount, logger: logger)
+        return PostgresStore(
+            client: client, task: task, location: location, maxBatch: maxBatch, writers: writerCount, logger: logger, clock: clock,
+            timeouts: timeouts)
     }
 
-    private init(client: PostgresClient, task: Task<Void, Never>, location: String, maxBatch: Int, writers: Int, logger: Logger) {
+    private init(
+        client: PostgresClient, task: Task<Void, Never>, location: String, maxBatch: Int, writers: Int, logger: Logger,
+        clock: WallClock, timeouts: StoreTimeouts
+    ) {
         self.client = client
+        self.clock = clock
+        self.timeouts = timeouts
         self.clientTask = task
         self.location = location
         self.logger = logger
@@ -64,8 +73,8 @@ public final class PostgresStore: Store {
         node = "\(ProcessInfo.processInfo.hostName)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let signal = eventSignal
         writer = PostgresBatchWriter(
-            client: client, writers: writers, maxBatch: maxBatch, routes: routes, schedule: schedule, logger: logger,
-            eventsCommitted: { _ in signal.signal() })
+            client: client, writers: writers, maxBatch: maxBatch, routes: routes, schedule: schedule, logger: logger, clock: clock,
+            timeouts: timeouts, eventsCommitted: { _ in signal.signal() })
     }
 
     // MARK: Writes
@@ -93,7 +102,7 @@ public final class PostgresStore: Store {
     public func heartbeat() async throws(StoreError) {
         var sql = SQL()
         sql.append("""
-            INSERT INTO heartbeat (node, at) VALUES (\(sql.bind(node)), \(sql.bind(Self.timestamp())))
+            INSERT INTO heartbeat (node, at) VALUES (\(sql.bind(node)), \(sql.bind(timestamp())))
             ON CONFLICT (node) DO UPDATE SET at = EXCLUDED.at
             """)
         try await execute(sql, doing: "write the heartbeat")
@@ -134,7 +143,7 @@ public final class PostgresStore: Store {
     /// Runs `sql` on a pooled connection (autocommit), within the write timeout.
     func execute(_ sql: SQL, doing action: String) async throws(StoreError) {
         do {
-            try await withTimeout(Self.writeTimeout) { [client, logger] in
+            try await withTimeout(timeouts.write) { [client, logger] in
                 _ = try await client.query(sql.query, logger: logger)
             }
         } catch {
@@ -145,7 +154,7 @@ public final class PostgresStore: Store {
     /// Reads the rows of `sql` on a pooled connection, within the write timeout.
     func rows(_ sql: SQL, doing action: String) async throws(StoreError) -> [PGRow] {
         do {
-            return try await withTimeout(Self.writeTimeout) { [client, logger] in
+            return try await withTimeout(timeouts.write) { [client, logger] in
                 try await client.rows(sql, logger: logger)
             }.map { $0 }
         } catch {
@@ -156,7 +165,7 @@ public final class PostgresStore: Store {
     /// Runs `body` in one transaction on a pooled connection, within the write timeout.
     func transaction<T: Sendable>(doing action: String, _ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws(StoreError) -> T {
         do {
-            return try await withTimeout(Self.writeTimeout) { [client, logger] in
+            return try await withTimeout(timeouts.write) { [client, logger] in
                 try await client.withConnection { connection in
                     _ = try await connection.query("BEGIN", logger: logger)
                     do {
@@ -174,8 +183,9 @@ public final class PostgresStore: Store {
         }
     }
 
-    static func timestamp(offset milliseconds: Int64 = 0) -> String {
-        Timestamp.format(epochMilliseconds: Int64(Date().timeIntervalSince1970 * 1000) + milliseconds)
+    /// Now on the store's clock, as stored text.
+    func timestamp(offset milliseconds: Int64 = 0) -> String {
+        clock.text(offset: milliseconds)
     }
 }
 

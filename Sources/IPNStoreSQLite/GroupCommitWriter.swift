@@ -68,6 +68,9 @@ final class GroupCommitWriter: Sendable {
         var writerCopiedAt: Int32?
     }
 
+    /// The time of day each batch's rows are stamped with.
+    let clock: WallClock
+
     init(
         store: SQLiteDatabase,
         maxBatch: Int,
@@ -76,9 +79,11 @@ final class GroupCommitWriter: Sendable {
         chaseFrames: Int32 = 100,
         backgroundCheckpoints: Bool = true,
         observer: (@Sendable (_ batchSize: Int, _ seconds: Double, _ failed: Bool) -> Void)? = nil,
-        checkpointObserver: (@Sendable (_ seconds: Double, _ error: StoreError?) -> Void)? = nil
+        checkpointObserver: (@Sendable (_ seconds: Double, _ error: StoreError?) -> Void)? = nil,
+        clock: WallClock = .system
     ) {
         self.store = store
+        self.clock = clock
         self.maxBatch = max(1, maxBatch)
         self.checkpointFrames = max(1, checkpointFrames)
         self.restartFrames = max(self.checkpointFrames, restartFrames)
@@ -164,7 +169,7 @@ final class GroupCommitWriter: Sendable {
 
     private func run(_ batch: [Job]) {
         let started = DispatchTime.now().uptimeNanoseconds
-        let now = Timestamp.format(epochMilliseconds: Int64(Date().timeIntervalSince1970 * 1000))
+        let now = clock.text()
         let routes = self.routes.withLock { $0 }
         let schedule = self.schedule.withLock { $0 }
         let effects = BatchEffects()

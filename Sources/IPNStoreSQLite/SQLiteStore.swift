@@ -19,23 +19,25 @@ public final class SQLiteStore: Store {
         busyTimeout: TimeInterval = 5,
         role: SQLiteDatabase.Role = .daemon,
         commitObserver: (@Sendable (_ batchSize: Int, _ seconds: Double, _ failed: Bool) -> Void)? = nil,
-        checkpointObserver: (@Sendable (_ seconds: Double, _ error: StoreError?) -> Void)? = nil
+        checkpointObserver: (@Sendable (_ seconds: Double, _ error: StoreError?) -> Void)? = nil,
+        clock: WallClock = .system
     ) throws(StoreError) {
         self.init(
             database: try SQLiteDatabase(path: path, busyTimeout: busyTimeout, role: role), maxBatch: maxBatch,
-            commitObserver: commitObserver, checkpointObserver: checkpointObserver)
+            commitObserver: commitObserver, checkpointObserver: checkpointObserver, clock: clock)
     }
 
     public init(
         database: SQLiteDatabase,
         maxBatch: Int = 256,
         commitObserver: (@Sendable (_ batchSize: Int, _ seconds: Double, _ failed: Bool) -> Void)? = nil,
-        checkpointObserver: (@Sendable (_ seconds: Double, _ error: StoreError?) -> Void)? = nil
+        checkpointObserver: (@Sendable (_ seconds: Double, _ error: StoreError?) -> Void)? = nil,
+        clock: WallClock = .system
     ) {
         self.database = database
         writer = GroupCommitWriter(
             store: database, maxBatch: maxBatch, backgroundCheckpoints: database.role == .daemon, observer: commitObserver,
-            checkpointObserver: checkpointObserver)
+            checkpointObserver: checkpointObserver, clock: clock)
         let signal = eventSignal
         writer.eventsCommitted.withLock { $0 = { _ in signal.signal() } }
     }
@@ -57,7 +59,7 @@ public final class SQLiteStore: Store {
         let prepared = PreparedEntry(entry)
         let routes = writer.routes.withLock { $0 }
         let schedule = writer.schedule.withLock { $0 }
-        let now = Timestamp.format(epochMilliseconds: Int64(Date().timeIntervalSince1970 * 1000))
+        let now = writer.clock.text()
         // The writer's own reads and decision, on a reader connection: nothing can be written.
         return try await database.read { db in
             try Recorder.plan(

@@ -20,11 +20,11 @@ struct ProviderEndpoint: Sendable {
     let metrics: ServerMetrics
     let tally: NotificationTally
     let budget: RejectedStoreBudget
-    /// The budget's clock (the time of day; tests inject theirs).
-    var now: @Sendable () -> Date = { Date() }
+    /// The budget's windows are counted on it.
+    let clock: WallClock
 
     init(live: LiveConfig, store: any Store, logger: Logger, metrics: ServerMetrics, tally: NotificationTally,
-         budget: RejectedStoreBudget, now: @escaping @Sendable () -> Date = { Date() }) {
+         budget: RejectedStoreBudget, clock: WallClock = .system) {
         self.live = live
         config = live.current
         self.store = store
@@ -32,7 +32,7 @@ struct ProviderEndpoint: Sendable {
         self.metrics = metrics
         self.tally = tally
         self.budget = budget
-        self.now = now
+        self.clock = clock
     }
 
     func handle(_ request: Request, context: IPNRequestContext, providerName: String, accountName: String) async -> Response {
@@ -63,7 +63,7 @@ struct ProviderEndpoint: Sendable {
         let received = ReceivedRequest(
             provider: providerName,
             account: accountName.truncated(toUTF8Bytes: 128),
-            receivedAt: Timestamp.format(epochMilliseconds: Int64(Date().timeIntervalSince1970 * 1000)),
+            receivedAt: clock.text(),
             clientIP: raw.clientIP,
             target: raw.target.truncated(toUTF8Bytes: 2048),
             headers: StoredHeaders.json(request.headers),
@@ -175,7 +175,7 @@ struct ProviderEndpoint: Sendable {
     /// Counts a rejected request against its client's budget; logs the clients that went past it
     /// in a window this arrival ended. False when it must not be stored.
     private func admitToStore(client: IPAddress?) -> Bool {
-        let admission = budget.admit(client, at: RejectedStoreBudget.milliseconds(now()))
+        let admission = budget.admit(client, at: clock.millis())
         RejectedStoreBudget.log(admission.ended, budget: budget.perWindow, logger: logger)
         return admission.store
     }

@@ -187,9 +187,6 @@ final class RejectedStoreBudget: Sendable {
             ])
         }
     }
-
-    /// The budget's own clock: milliseconds since 1970.
-    static func milliseconds(_ date: Date) -> Int64 { Int64(date.timeIntervalSince1970 * 1000) }
 }
 
 /// Logs the budget's reports when a window ends with no rejected request arriving to end it: a
@@ -198,11 +195,11 @@ final class RejectedStoreBudget: Sendable {
 struct RejectedStoreBudgetReporter: Service {
     let budget: RejectedStoreBudget
     let logger: Logger
-    let now: @Sendable () -> Date
+    let clock: WallClock
 
     func run() async throws {
         while !Task.isShuttingDownGracefully, !Task.isCancelled {
-            let millis = RejectedStoreBudget.milliseconds(now())
+            let millis = clock.millis()
             RejectedStoreBudget.log(budget.close(at: millis), budget: budget.perWindow, logger: logger)
             // Just past the window's end, and at least once a second (an injected clock may jump).
             let wait = min(1000, max(10, budget.windowEnd(millis) - millis + 5))

@@ -65,13 +65,15 @@ struct MetricsEndpoint: Sendable {
     let store: any StoreReading
     /// The accounts reconciliation asks about now.
     var inquiryScopes: @Sendable () -> [Scope] = { [] }
+    /// The time of day due inquiries and the oldest pending delivery's age are read on.
+    var clock: WallClock = .system
 
     func register(on router: Router<IPNRequestContext>) {
         router.getAndHead("/metrics") { _, _ in
             var headers = HTTPFields()
             headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
             return Response(status: .ok, headers: headers,
-                            body: ResponseBody(byteBuffer: ByteBuffer(string: await registry.scrape(store: store, inquiryScopes: inquiryScopes()))))
+                            body: ResponseBody(byteBuffer: ByteBuffer(string: await registry.scrape(store: store, inquiryScopes: inquiryScopes(), clock: clock))))
         }
     }
 }

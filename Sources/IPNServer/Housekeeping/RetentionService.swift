@@ -53,15 +53,16 @@ final class RetentionService: Service, Sendable {
     private let retention: Locked<RetentionSettings>
     private let logger: Logger
     private let schedule: Schedule
-    private let now: @Sendable () -> Date
+    /// Cutoffs are counted back from its time of day, and passes are `interval` apart on it.
+    private let clock: WallClock
 
     init(store: any Store, retention: RetentionSettings, logger: Logger, schedule: Schedule = Schedule(),
-         now: @escaping @Sendable () -> Date = { Date() }) {
+         clock: WallClock = .system) {
         self.store = store
         self.retention = Locked(retention)
         self.logger = logger
         self.schedule = schedule
-        self.now = now
+        self.clock = clock
     }
 
     /// The retention periods from the next pass on (a reloaded config).
@@ -87,7 +88,7 @@ final class RetentionService: Service, Sendable {
             } catch {
                 logger.warning("retention pass failed; tried again at the next pass", metadata: ["error": "\(error)"])
             }
-            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: self.schedule.interval) }
+            try? await cancelWhenGracefulShutdown { try await self.clock.sleep(for: self.schedule.interval) }
         }
     }
 
@@ -95,7 +96,7 @@ final class RetentionService: Service, Sendable {
     /// remove, each batch its own transaction. Stops between batches on shutdown.
     func pass() async throws -> PassReport {
         let settings = retention.withLock { $0 }
-        let nowMillis = Int64(now().timeIntervalSince1970 * 1000)
+        let nowMillis = clock.millis()
         let day: Int64 = 86_400_000
         let rejectedCutoff = Timestamp.format(epochMilliseconds: nowMillis - Int64(settings.rejectedDays) * day)
         let eventsCutoff = Timestamp.format(epochMilliseconds: nowMillis - Int64(settings.eventsDays) * day)

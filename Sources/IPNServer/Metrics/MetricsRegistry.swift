@@ -61,8 +61,8 @@ final class MetricsRegistry: Sendable {
     /// to scrape. When the store cannot be read, the order gauges keep their last values.
     /// - Parameter inquiryScopes: the accounts reconciliation asks about (their due orders are
     ///   the ones awaiting an inquiry).
-    func scrape(store: any StoreReading, inquiryScopes: [Scope] = []) async -> String {
-        let now = Timestamp.format(epochMilliseconds: Int64(Date().timeIntervalSince1970 * 1000))
+    func scrape(store: any StoreReading, inquiryScopes: [Scope] = [], clock: WallClock = .system) async -> String {
+        let now = clock.text()
         if let backlog = try? await store.inquiryBacklog(scopes: inquiryScopes, now: now) {
             awaitingInquiry.record(Double(backlog.awaiting))
             unsettled.record(Double(backlog.unsettled))
@@ -71,7 +71,7 @@ final class MetricsRegistry: Sendable {
             for (state, gauge) in ordersByState { gauge.record(Double(counts[state] ?? 0)) }
         }
         if let targets = try? await store.deliveryTargets() {
-            let now = Date().timeIntervalSince1970
+            let now = Double(clock.millis()) / 1000
             for target in targets {
                 let (backlog, oldest) = deliveryGauges(target.name)
                 backlog.record(Double(target.backlog))

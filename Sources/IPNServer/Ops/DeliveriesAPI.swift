@@ -11,6 +11,8 @@ import NIOCore
 struct DeliveriesAPI: Sendable {
     let store: any Store
     let logger: Logger
+    /// The time of day a retried delivery is due from.
+    let clock: WallClock
 
     static let maxBodyBytes = 65536
 
@@ -60,7 +62,7 @@ struct DeliveriesAPI: Sendable {
         } catch {
             return .json(400, RecordJSON.error(error.message))
         }
-        let now = Timestamp.format(epochMilliseconds: Int64(Date().timeIntervalSince1970 * 1000))
+        let now = clock.text()
         return await answer {
             let count = try await store.retryDeliveries(selection, now: now)
             logger.info("deliveries put back to pending", metadata: ["count": "\(count)", "via": "ops_api"])

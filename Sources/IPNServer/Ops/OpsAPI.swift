@@ -20,6 +20,8 @@ struct OpsAPI: Sendable {
     /// Asks a provider now (`POST .../inquiries`).
     let asking: any InquiryAsking
     let logger: Logger
+    /// The time of day retried deliveries are due from and reverified notifications received at.
+    var clock: WallClock = .system
 
     static let maxExpectationBodyBytes = 4096
 
@@ -34,9 +36,9 @@ struct OpsAPI: Sendable {
         }
         router.getAndHead("/api/v1/notifications") { request, _ in await listNotifications(request) }
         EventFeed(store: store, logger: logger).register(on: router)
-        DeliveriesAPI(store: store, logger: logger).register(on: router)
+        DeliveriesAPI(store: store, logger: logger, clock: clock).register(on: router)
         InquiriesAPI(store: store, asking: asking, logger: logger).register(on: router)
-        ReverifyAPI(config: config, store: store, logger: logger).register(on: router)
+        ReverifyAPI(config: config, store: store, logger: logger, clock: clock).register(on: router)
     }
 
     func listOrders(_ request: Request) async -> Response {

@@ -28,7 +28,8 @@ public struct Reverification: Sendable {
     public let apply: Bool
     private let config: IPNDConfig
     private let store: any Store
-    private let now: @Sendable () -> Date
+    /// The time of day a reverified notification is received at.
+    private let clock: WallClock
     /// In a dry run, the dedup keys planned so far, each with the rejected request it came from
     /// and what it would do: a later request with the same key would be recorded `duplicate`.
     private var planned: [PlannedKey: (id: Int64, outcome: RecordOutcome)] = [:]
@@ -39,11 +40,11 @@ public struct Reverification: Sendable {
         let dedupKey: String
     }
 
-    public init(config: IPNDConfig, store: any Store, apply: Bool, now: @escaping @Sendable () -> Date = { Date() }) {
+    public init(config: IPNDConfig, store: any Store, apply: Bool, clock: WallClock = .system) {
         self.config = config
         self.store = store
         self.apply = apply
-        self.now = now
+        self.clock = clock
     }
 
     /// Reverifies the page `selection` reads (ascending by id); returns each request's result
@@ -64,7 +65,7 @@ public struct Reverification: Sendable {
 
     private mutating func reverify(_ request: RejectedRequest) async throws(StoreError) -> ReverifyResult.Outcome {
         if let copy = request.reverifiedAs.first { return .alreadyReverified(copy) }
-        let receivedAt = Timestamp.format(epochMilliseconds: Int64(now().timeIntervalSince1970 * 1000))
+        let receivedAt = clock.text()
         switch Self.check(request, config: config, receivedAt: receivedAt) {
         case .stillRejected(let rejection):
             return .stillRejected(rejection)

@@ -20,6 +20,8 @@ struct ReverifyAPI: Sendable {
     let config: LiveConfig
     let store: any Store
     let logger: Logger
+    /// The time of day reverified notifications are received at.
+    let clock: WallClock
 
     static let maxBodyBytes = 256 * 1024
 
@@ -41,7 +43,7 @@ struct ReverifyAPI: Sendable {
         } catch {
             return .json(400, RecordJSON.error(error.message))
         }
-        var run = Reverification(config: config.current, store: store, apply: asked.apply)
+        var run = Reverification(config: config.current, store: store, apply: asked.apply, clock: clock)
         do {
             let (results, next) = try await run.next(asked.selection)
             for result in results where result.recorded { logRecorded(result) }
