@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import IPNCore
+import IPNTestSupport
 @testable import IPNServer
 import Testing
 
@@ -8,7 +9,7 @@ import Testing
 /// against a real daemon filled through real HTTP; what the pages showed is compared with what
 /// the CLI reports. Screenshots of every page at 1280 and 360 px go to `$IPND_TEST_ARTIFACTS/console`
 /// when that is set, else to a directory under the test's TMPDIR (printed).
-@Suite("The ops console in a real browser (issue 32)", .serialized)
+@Suite("The ops console in a real browser (issue 32)", .heavy(.double))
 struct ConsoleBrowserTests {
     static let hostile = "<script>window.__ipndPwned=1</script>\"><img src=x onerror=\"window.__ipndPwned=2\">\u{202E}gnp.exe"
     /// The shuffled lifecycle, in the order sent, with the verdict each must get.
@@ -35,7 +36,7 @@ struct ConsoleBrowserTests {
                 secret: [\(secret)]
                 timeout_seconds: 2
                 providers: [citcon]
-            """, deliveryRetryScale: 0.002)
+            """)
 
         // Real data, through the provider listener and the ops API.
         for step in Self.shuffled {
@@ -57,8 +58,12 @@ struct ConsoleBrowserTests {
         try await daemon.deliver("citcon", order: "GONE-1", status: "success")
 
         // FAIL-1's delivery: three days of failed attempts, made short by moving its first attempt back.
-        try await waitUntil { try daemon.count("SELECT COUNT(*) FROM deliveries WHERE target = 'app' AND attempts > 0") == 1 }
+        try await waitUntil("FAIL-1's first attempt") {
+            try daemon.count("SELECT COUNT(*) FROM deliveries WHERE target = 'app' AND attempts > 0") == 1
+        }
         try writeStore(daemon, "UPDATE deliveries SET first_attempt_at = '2026-01-01T00:00:00.000Z' WHERE target = 'app'")
+        // Its retry is 5 s after the first attempt, on the daemon's clock.
+        daemon.advance(by: .seconds(10))
         let failedID = try await waitForDelivery(daemon, target: "app", state: "failed")
         _ = try await waitForDelivery(daemon, target: "gone", state: "paused")
         let app = try WebhookReceiver(secrets: [secret], port: appPort)
@@ -199,13 +204,10 @@ struct ConsoleBrowserTests {
 
     /// Waits until `ipnd deliveries list --target` shows one delivery in `state`; returns its id.
     private func waitForDelivery(_ daemon: TestDaemon, target: String, state: String) async throws -> Int {
-        var found: Int?
-        try await waitUntil(timeout: 30) {
-            let listed = try parseJSONLines(try await cli(daemon, ["deliveries", "list", "--target", target, "--format", "json"]))
-            found = listed.first { $0.string("state") == state }?.int("id")
-            return found != nil
+        try await waitForValue("a \(state) delivery for \(target) in ipnd deliveries list") {
+            try parseJSONLines(try await cli(daemon, ["deliveries", "list", "--target", target, "--format", "json"]))
+                .first { $0.string("state") == state }?.int("id")
         }
-        return try #require(found, "no \(state) delivery for \(target)")
     }
 
     /// Writes to the daemon's store beside it, as `ipnd` commands do (SQLite's locks serialise the two).

@@ -7,7 +7,7 @@ import Testing
 /// Reconciliation end to end (product.md section 12, issue 37): a real daemon asks the provider
 /// double, over real HTTP, about orders that went quiet, and records the answers through the
 /// one write path, on both stores.
-@Suite("Reconciliation: asking providers about orders that went quiet")
+@Suite("Reconciliation: asking providers about orders that went quiet", .heavy)
 struct ReconciliationTests {
     /// What the double answers about each provider's order, and what the provider's own late
     /// callback of the same payment is then recorded as.
@@ -49,7 +49,8 @@ struct ReconciliationTests {
     func paidByInquiry(backend: Backend) async throws {
         let receiver = try WebhookReceiver(secrets: [WebhookReceiver.newSecret()], keepBodies: true)
         let harness = try await ReconcileHarness.start(
-            backend: backend, extraYAML: deliveriesYAML(url: receiver.url, secrets: receiver.secrets))
+            backend: backend, reconcile: ReconcileHarness.reconcileYAML(schedule: "[10m, 1h]", giveUpAfter: "1d"),
+            extraYAML: deliveriesYAML(url: receiver.url, secrets: receiver.secrets))
         for paid in PaidCase.all {
             try await harness.double.script(paid.provider, order: paid.key, json: [paid.reply])
             if paid.provider == "citcon" {
@@ -60,6 +61,8 @@ struct ReconciliationTests {
                 try await harness.expect(paid.provider, paid.order)
             }
         }
+        // Quiet for 10 minutes: the first step.
+        harness.daemon.advance(by: .seconds(10 * 60))
         for paid in PaidCase.all {
             let state = try await harness.waitForState(paid.provider, paid.order, "paid")
             #expect(state == "paid", "\(paid.provider)")
@@ -121,7 +124,7 @@ struct ReconciliationTests {
             request.answer == "200" && request.verified.allSatisfy { $0 } && request.type == "order.state_changed"
                 && (request.body ?? "").contains(#""to":"paid""#)
         }
-        let delivered = try await receiver.wait(timeout: 15) { requests in
+        let delivered = try await receiver.wait("the paid transitions of every order") { requests in
             Set(requests.filter(paidEvent).map(\.order)).isSuperset(of: PaidCase.all.map(\.order))
         }
         for paid in PaidCase.all {
@@ -129,7 +132,7 @@ struct ReconciliationTests {
         }
         // One log line per inquiry, saying what it came to.
         // (A write PostgreSQL answered late is asked again and logged then: wait for each.)
-        _ = try await harness.daemon.waitUntil(timeout: 20) {
+        try await waitUntil("a log line for each order's inquiry") {
             let logged = harness.daemon.logs.captured.filter { $0.contains("msg=inquiry ") }
             return PaidCase.all.allSatisfy { paid in logged.contains { $0.contains("order_ref=\(paid.order) ") } }
         }
@@ -145,7 +148,7 @@ struct ReconciliationTests {
 
 /// Every row of every answer table of inquiries.md, asked through the ops API (the schedule's
 /// first step is an hour away), on both stores.
-@Suite("Reconciliation: every answer of every provider")
+@Suite("Reconciliation: every answer of every provider", .heavy)
 struct InquiryAnswerTests {
     /// One answer: what the double says, and what ipnd must make of it.
     struct Row: Sendable, CustomStringConvertible {
@@ -318,93 +321,109 @@ struct InquiryAnswerTests {
     }
 }
 
-/// The schedule and the faults of product.md section 12, with a schedule of seconds.
-@Suite("Reconciliation: the schedule, faults and nodes")
+/// The schedule and the faults of product.md section 12, on the daemon's clock: the tests move
+/// it forward and wait for what comes due.
+@Suite("Reconciliation: the schedule, faults and nodes", .heavy)
 struct ReconcileScheduleTests {
-    /// When the double got each inquiry about `order`, as unix seconds.
-    func times(_ harness: ReconcileHarness, _ provider: String, _ order: String) async throws -> [Double] {
-        try await harness.double.inquiries(provider, order: order).compactMap { $0.object["t"] as? Double }
+    /// When each inquiry about `order` was asked, on the daemon's clock (Unix ms), oldest first.
+    func askedAt(_ harness: ReconcileHarness, _ provider: String, _ order: String) throws -> [Int64] {
+        try harness.daemon.column("SELECT asked_at FROM inquiries WHERE provider = ? AND order_ref = ? ORDER BY id", [provider, order])
+            .compactMap { $0.flatMap(Timestamp.parse) }
+    }
+
+    /// Waits until `order` has been asked `count` times in all; returns when each was asked.
+    @discardableResult
+    func waitForInquiries(_ harness: ReconcileHarness, _ provider: String, _ order: String, count: Int) async throws -> [Int64] {
+        try await waitFor("\(count) inquiries about \(provider) order \(order) to be recorded", observing: {
+            try askedAt(harness, provider, order)
+        }) { $0.count >= count }
+    }
+
+    /// When the order's schedule counts from (`inquiry_from`), and its step.
+    func schedule(_ harness: ReconcileHarness, _ order: String) throws -> (from: Int64?, step: Int) {
+        let row = try harness.daemon.rows("SELECT inquiry_from, inquiry_step FROM orders WHERE order_ref = ?", [order]).first ?? []
+        return (row.first?.flatMap { $0 }.flatMap(Timestamp.parse), Int((row.count > 1 ? row[1] : nil) ?? "") ?? -1)
     }
 
     @Test("steps after the last change; a change starts it again; a final state ends it; the last step flags unsettled, a later payment clears it",
           arguments: Backend.allCases)
     func schedule(backend: Backend) async throws {
         let harness = try await ReconcileHarness.start(
-            backend: backend, reconcile: ReconcileHarness.reconcileYAML(schedule: "[1s, 5s, 6s]", giveUpAfter: "8s", timeout: 2))
-        try await harness.expect("ipay88", "quiet")  // never known to iPay88: not found at every step
-        try await harness.expect("unlimint", "changes")
-        // The same answer for a second ask too: on a busy machine the first can outlast the timeout.
-        // Scripted before the order exists, so that no step can come first.
+            backend: backend, reconcile: ReconcileHarness.reconcileYAML(schedule: "[10m, 30m, 1h]", giveUpAfter: "2h", timeout: 10))
+        let daemon = harness.daemon
+        let minute: Int64 = 60_000
+        // Paid when asked (the same answer for a second ask, should the first outlast its timeout).
         let charged = #"{"order": {"status": "CHARGED", "amount": "12.34", "currency": "INR", "id": "o", "txn_id": "t"}}"#
         try await harness.double.script("juspay", order: "settles", json: [charged, charged, charged])
+        try await harness.expect("ipay88", "quiet")  // never known to iPay88: not found at every step
+        try await harness.expect("unlimint", "changes")
         try await harness.expect("juspay", "settles")
+        let created = try #require(try schedule(harness, "quiet").from)
 
-        // A change after the first step: the schedule counts from it again. The change comes
-        // once the first inquiry is recorded (the order at its second step, due 5 s after its
-        // creation), not while an inquiry claimed before it could still be sent.
-        try await harness.double.wait("unlimint", order: "changes", timeout: 10) { $0.count >= 1 }
-        _ = try await harness.daemon.waitUntil(timeout: 10) {
-            try harness.daemon.count("SELECT inquiry_step FROM orders WHERE order_ref = 'changes'") == 1
+        // Nothing is asked before the first step; each is due 10 minutes after its creation.
+        for order in [("ipay88", "quiet"), ("unlimint", "changes"), ("juspay", "settles")] {
+            let next = try #require(try await harness.order(order.0, order.1).string("next_inquiry_at").flatMap(Timestamp.parse))
+            #expect(next - (try #require(try schedule(harness, order.1).from)) == 10 * minute, "\(order.1)")
         }
-        let changed = Date().timeIntervalSince1970
-        try await harness.daemon.deliver("unlimint", order: "changes", status: "NEW", amount: Money(minor: 1234, currency: "USD"))
-        // Read at once from the store: the schedule now counts from the change, from its first step.
-        let fromText = (try harness.daemon.column("SELECT inquiry_from FROM orders WHERE order_ref = 'changes'").first ?? nil) ?? ""
-        let from = try #require(Timestamp.parse(fromText))
-        #expect(Double(from) / 1000 >= changed - 0.05, "counted from the change")
-        #expect(try harness.daemon.count("SELECT inquiry_step FROM orders WHERE order_ref = 'changes'") == 0)
-        let fromSeconds = Double(from) / 1000
-        let next = try await harness.double.wait("unlimint", order: "changes", timeout: 15) { requests in
-            requests.contains { ($0.object["t"] as? Double ?? 0) >= fromSeconds }
-        }
-        let after = next.compactMap { $0.object["t"] as? Double }.filter { $0 >= fromSeconds }
-        #expect((after.first ?? 0) - fromSeconds >= 0.95, "the next inquiry is the first step after the change: \(after)")
+        #expect(try daemon.count("SELECT COUNT(*) FROM inquiries") == 0)
 
-        // The quiet order: asked at 1, 5 and 6 s; at 8 s give_up_after has passed: flagged, not asked.
-        let flagged = try await harness.daemon.waitUntil(timeout: 15) {
-            try harness.daemon.column("SELECT flags FROM orders WHERE order_ref = 'quiet'").first == "unsettled"
+        // 10 minutes on: the first step of each.
+        daemon.advance(by: .seconds(10 * 60))
+        #expect(try await harness.waitForState("juspay", "settles", "paid") == "paid")
+        try await waitForInquiries(harness, "ipay88", "quiet", count: 1)
+        try await waitForInquiries(harness, "unlimint", "changes", count: 1)
+        try await waitUntil("'changes' to be at its second step") { try schedule(harness, "changes").step == 1 }
+
+        // A change (a notification) starts the schedule again, from the change, at its first step.
+        let beforeChange = daemon.clock.millis()
+        try await daemon.deliver("unlimint", order: "changes", status: "NEW", amount: Money(minor: 1234, currency: "USD"))
+        let changed = try schedule(harness, "changes")
+        #expect((changed.from ?? 0) >= beforeChange && (changed.from ?? 0) <= daemon.clock.millis(), "counted from the change")
+        #expect(changed.step == 0)
+
+        // 10 minutes on (20 since creation): the changed order's first step after the change;
+        // the quiet order's second step is 30 minutes after its creation, not yet.
+        daemon.advance(by: .seconds(10 * 60))
+        let asked = try await waitForInquiries(harness, "unlimint", "changes", count: 2)
+        #expect(asked[1] - (changed.from ?? 0) >= 10 * minute, "the next inquiry is the first step after the change")
+        let quietNext = try #require(try await harness.order("ipay88", "quiet").string("next_inquiry_at").flatMap(Timestamp.parse))
+        #expect(quietNext == created + 30 * minute && quietNext > daemon.clock.millis(), "the quiet order's second step is still ahead")
+        #expect(try askedAt(harness, "ipay88", "quiet").count == 1)
+        // A final state ends its schedule: never asked again.
+        try await daemon.deliver("unlimint", order: "changes", status: "COMPLETED", amount: Money(minor: 1234, currency: "USD"))
+        #expect(try await harness.order("unlimint", "changes").isNull("next_inquiry_at"))
+
+        // The quiet order at 30 minutes and at an hour after its creation.
+        daemon.advance(by: .seconds(10 * 60))
+        try await waitForInquiries(harness, "ipay88", "quiet", count: 2)
+        daemon.advance(by: .seconds(30 * 60))
+        let quietAsked = try await waitForInquiries(harness, "ipay88", "quiet", count: 3)
+        #expect(zip(quietAsked, [10, 30, 60]).allSatisfy { $0 - created >= Int64($1) * minute }, "one step at a time: \(quietAsked.map { ($0 - created) / 1000 }) s")
+
+        // Two hours after its last change, give_up_after has passed: flagged, not asked.
+        daemon.advance(by: .seconds(60 * 60))
+        try await waitUntil("the quiet order to be flagged unsettled") {
+            try daemon.column("SELECT flags FROM orders WHERE order_ref = 'quiet'").first == "unsettled"
         }
-        #expect(flagged)
-        let quietFrom = try #require(Timestamp.parse(
-            (try harness.daemon.column("SELECT inquiry_from FROM orders WHERE order_ref = 'quiet'").first ?? nil) ?? ""))
-        let flaggedAt = Date().timeIntervalSince1970 - Double(quietFrom) / 1000
-        let asked = try await times(harness, "ipay88", "quiet").map { $0 - Double(quietFrom) / 1000 }
-        // A step whose moment passed while the one before ran late (a busy machine) is skipped,
-        // never asked twice at once.
-        #expect((1...3).contains(asked.count), "\(asked)")
-        #expect((asked.first ?? 0) >= 0.95, "\(asked)")
-        // Steps are skipped, never asked twice: the n-th inquiry comes no earlier than the n-th step.
-        #expect(zip(asked, [1.0, 5.0, 6.0]).allSatisfy { $0 >= $1 - 0.05 }, "one step at a time: \(asked)")
-        // (The decision is taken just before sending; the request reaches the double a moment later.)
-        #expect(asked.allSatisfy { $0 < 8.1 }, "nothing asked at the give-up moment: \(asked)")
-        #expect(flaggedAt >= 7.95, "flagged once give_up_after (8 s) had passed, at \(flaggedAt) s")
+        #expect(try askedAt(harness, "ipay88", "quiet").count == 3, "nothing asked at the give-up moment")
+        #expect(try await harness.double.inquiries("ipay88", order: "quiet").count == 3)
         let quiet = try await harness.order("ipay88", "quiet")
         #expect(quiet.isNull("next_inquiry_at") && quiet.string("state") == "expected")
         #expect(quiet.objects("inquiries").allSatisfy { $0.string("outcome") == "not_found" && $0.string("trigger") == "schedule" })
-        let event = try await harness.daemon.apiObject("/api/v1/events?limit=1000").objects("events").last {
+        let event = try await daemon.apiObject("/api/v1/events?limit=1000").objects("events").last {
             ($0["order"] as? JSONDict)?.string("order_ref") == "quiet"
         }
         let change = try #require(event?["change"] as? JSONDict)
         #expect(event?.string("type") == "order.flagged" && change.string("flag") == "unsettled")
         #expect(change.string("from") == "expected" && change.string("to") == "expected" && change.isNull("notification_id"))
-        #expect(try await harness.daemon.apiObject("/api/v1/orders?limit=100").objects("items").first { $0.string("order_ref") == "quiet" }?["flags"] as? [String] == ["unsettled"])
-        // Paid at its first step; on a machine so busy that the first ask outlasted its timeout, at
-        // a later one. Either way, asked no more once paid.
-        let settled = try await harness.waitForState("juspay", "settles", "paid", timeout: 15)
-        let settlesInquiries = try await harness.order("juspay", "settles").objects("inquiries")
-            .map { "\($0.string("outcome") ?? "") \($0.string("error") ?? "") \($0.int("duration_ms") ?? -1) ms" }
-        #expect(settled == "paid", "\(settlesInquiries)")
-        let settledAfter = try await times(harness, "juspay", "settles").count
-        try await Task.sleep(for: .seconds(1.5))
-        #expect(try await times(harness, "ipay88", "quiet").count == asked.count, "given up: not asked again")
-        #expect(try await times(harness, "juspay", "settles").count == settledAfter, "paid: not asked again")
-
-        // The settled order was asked once; nothing after its final state.
-        // (Asked twice only when the first answer took longer than the 2 s timeout, on a busy machine.)
-        #expect((1...2).contains(settledAfter))
+        #expect(try await daemon.apiObject("/api/v1/orders?limit=100").objects("items").first { $0.string("order_ref") == "quiet" }?["flags"] as? [String] == ["unsettled"])
+        // Given up, paid or ended: none of them is scheduled any more.
+        let settles = try await harness.order("juspay", "settles")
+        #expect(settles.isNull("next_inquiry_at") && (1...2).contains(settles.objects("inquiries").count), "\(settles.objects("inquiries"))")
+        #expect(try daemon.count("SELECT COUNT(*) FROM orders WHERE inquiry_due_at IS NOT NULL") == 0)
 
         // The provider's payment after all: applied, and the unsettled flag goes.
-        try await harness.daemon.deliver("ipay88", order: "quiet", status: "1", amount: Money(minor: 1234, currency: "MYR"))
+        try await daemon.deliver("ipay88", order: "quiet", status: "1", amount: Money(minor: 1234, currency: "MYR"))
         let paid = try await harness.order("ipay88", "quiet")
         #expect(paid.string("state") == "paid" && (paid["flags"] as? [String]) == [])
         try await harness.stop()
@@ -412,46 +431,55 @@ struct ReconcileScheduleTests {
 
     @Test("faults: a stall past the timeout, a 500, a 429 with Retry-After holding the account, a 401 with a stale token renewed once")
     func faults() async throws {
-        // An account's inquiries 200 ms apart: time for a 429 to come back before the next is sent.
         let harness = try await ReconcileHarness.start(
-            reconcile: ReconcileHarness.reconcileYAML(schedule: "[1s, 1h]", giveUpAfter: "1d", perMinute: 300, timeout: 1))
-        try await harness.double.script("alipay", order: "stall", json: [#"{"delay": 3}"#])
+            reconcile: ReconcileHarness.reconcileYAML(schedule: "[10m, 1d]", giveUpAfter: "7d", perMinute: 300, timeout: 2))
+        let daemon = harness.daemon
+        try await harness.double.script("alipay", order: "stall", json: [#"{"delay": 30}"#])
         try await harness.double.script("ipay88", order: "broken", json: [#"{"status": 500, "body": "oops"}"#])
-        try await harness.double.script("juspay", order: "busy", json: [#"{"status": 429, "retry_after": "3"}"#,
+        try await harness.double.script("juspay", order: "busy", json: [#"{"status": 429, "retry_after": "3600"}"#,
                                                                       #"{"order": {"status": "CHARGED", "amount": "12.34", "currency": "INR", "id": "o", "txn_id": "t"}}"#])
         for (provider, order) in [("alipay", "stall"), ("ipay88", "broken"), ("juspay", "busy")] { try await harness.expect(provider, order) }
-        // Another of the held account's orders, due a second after the 429.
-        try await Task.sleep(for: .milliseconds(500))
-        try await harness.expect("juspay", "waits")
-        // While the account is held, an ask by hand does not call the provider either.
-        _ = try await harness.daemon.waitUntil(timeout: 10) { try harness.inquiryOutcomes("juspay", "busy").count >= 1 }
+        daemon.advance(by: .seconds(10 * 60))
+
+        // A stall past the 2 s timeout: an error, one inquiry for the step, never a tight loop.
+        let stalled = try await waitForInquiries(harness, "alipay", "stall", count: 1)
+        let stall = try #require(try await harness.order("alipay", "stall").objects("inquiries").first)
+        #expect(stall.string("outcome") == "error" && stall.string("error")?.contains("timeout") == true, "\(stall)")
+        #expect((stall.int("duration_ms") ?? 0) >= 1900 && (stall.int("duration_ms") ?? 0) < 25_000, "\(stall)")
+        #expect(try await harness.double.inquiries("alipay", order: "stall").count == 1)
+        #expect(try await harness.order("alipay", "stall").string("next_inquiry_at").flatMap(Timestamp.parse) ?? 0 > stalled[0],
+                "asked again at the next step")
+
+        // A 500: an error with its status.
+        try await waitForInquiries(harness, "ipay88", "broken", count: 1)
+        let broken = try #require(try await harness.order("ipay88", "broken").objects("inquiries").first)
+        #expect(broken.string("outcome") == "error" && broken.int("http_status") == 500)
+
+        // A 429 asking for an hour: the account is held.
+        let throttledAt = try await waitForInquiries(harness, "juspay", "busy", count: 1)[0]
+        let throttled = try #require(try await harness.order("juspay", "busy").objects("inquiries").first)
+        #expect(throttled.int("http_status") == 429 && throttled.string("outcome") == "error")
+        // While it is held, an ask by hand does not call the provider either.
         try await harness.expect("juspay", "by-hand")
         let held = try await harness.askNow("juspay", "by-hand").object
         #expect(held.string("outcome") == "error" && held.string("error")?.contains("Retry-After") == true && held.isNull("http_status"),
                 "\(held)")
         #expect(try await harness.double.inquiries("juspay", order: "by-hand").isEmpty, "not asked while the account is held")
-
-        let stalled = try await harness.double.wait("alipay", order: "stall", timeout: 10) { $0.count >= 1 && $0.allSatisfy { $0.answered != nil } }
-        _ = try await harness.daemon.waitUntil(timeout: 10) { try harness.inquiryOutcomes("alipay", "stall").count >= 1 }
-        let stall = try #require(try await harness.order("alipay", "stall").objects("inquiries").first)
-        #expect(stall.string("outcome") == "error" && stall.string("error")?.contains("timeout") == true, "\(stall)")
-        #expect((stall.int("duration_ms") ?? 0) >= 900 && (stall.int("duration_ms") ?? 0) < 2500)
-        #expect(stalled.count == 1, "one inquiry per step, never a tight loop")
-
-        _ = try await harness.daemon.waitUntil(timeout: 10) { try harness.inquiryOutcomes("ipay88", "broken").count >= 1 }
-        let broken = try #require(try await harness.order("ipay88", "broken").objects("inquiries").first)
-        #expect(broken.string("outcome") == "error" && broken.int("http_status") == 500)
-
-        // 429: the account is held; its other order waits; then the throttled step is asked again.
-        #expect(try await harness.waitForState("juspay", "busy", "paid", timeout: 15) == "paid")
-        _ = try await harness.double.wait("juspay", order: "waits", timeout: 10) { $0.count >= 1 }
-        let busy = try await times(harness, "juspay", "busy")
-        let waits = try await times(harness, "juspay", "waits")
-        #expect(busy.count == 2, "\(busy)")
-        if busy.count == 2 { #expect(busy[1] - busy[0] >= 2.9, "asked again once Retry-After passed: \(busy[1] - busy[0]) s") }
-        if let first = busy.first, let other = waits.first { #expect(other - first >= 2.9, "the account was held: \(other - first) s") }
-        let throttled = try #require(try await harness.order("juspay", "busy").objects("inquiries").last)
-        #expect(throttled.int("http_status") == 429 && throttled.string("outcome") == "error")
+        // Another of its orders comes due while it is held, with one of another provider's as a
+        // witness: once the witness is asked, the reconciler has been round every account.
+        try await harness.expect("juspay", "waits")
+        try await harness.expect("unlimint", "witness")
+        daemon.advance(by: .seconds(20 * 60))
+        let holdEnds = throttledAt + 3_600_000
+        _ = try await harness.double.wait("unlimint", order: "witness") { !$0.isEmpty }
+        #expect(try await harness.double.inquiries("juspay", order: "waits").isEmpty, "held: not asked")
+        // Once the hour has passed: the throttled step is asked again, and the other order too.
+        daemon.advance(by: .seconds(45 * 60))
+        #expect(try await harness.waitForState("juspay", "busy", "paid") == "paid")
+        let waits = try await waitForInquiries(harness, "juspay", "waits", count: 1)
+        let busy = try askedAt(harness, "juspay", "busy")
+        #expect(busy.count == 2 && busy[1] >= holdEnds, "asked again once Retry-After passed")
+        #expect(waits[0] >= holdEnds, "the account was held")
 
         // A stale token: 401, one new token, the inquiry repeated once.
         try await harness.expect("unlimint", "token")
@@ -466,17 +494,34 @@ struct ReconcileScheduleTests {
         try await harness.stop()
     }
 
+    @Test("a token is renewed when its lifetime is over on the daemon's clock, before the provider refuses it")
+    func tokenLifetime() async throws {
+        // The double's tokens live 300 s; ipnd renews one before it runs out.
+        let harness = try await ReconcileHarness.start(
+            reconcile: ReconcileHarness.reconcileYAML(schedule: "[1d]", giveUpAfter: "7d"), tokenTTLSeconds: 300)
+        try await harness.expect("unlimint", "life")
+        func tokens() async throws -> Int { try await harness.double.requests(provider: "unlimint").filter { $0.kind == "token" }.count }
+        #expect(try await harness.askNow("unlimint", "life").object.string("outcome") == "not_found")
+        #expect(try await harness.askNow("unlimint", "life").object.string("outcome") == "not_found")
+        #expect(try await tokens() == 1, "one token for both")
+        harness.daemon.advance(by: .seconds(301))
+        #expect(try await harness.askNow("unlimint", "life").object.string("outcome") == "not_found")
+        #expect(try await tokens() == 2, "renewed once its lifetime was over")
+        let answered = try await harness.double.requests(provider: "unlimint").filter { $0.kind == "inquiry" }.map(\.answered)
+        #expect(answered == [200, 200, 200], "never refused: renewed before it ran out")
+        try await harness.stop()
+    }
+
     @Test("receiving keeps answering promptly while 100 inquiries are stuck at a provider")
     func receivingWhileStuck() async throws {
         let harness = try await ReconcileHarness.start(
-            reconcile: ReconcileHarness.reconcileYAML(schedule: "[1s, 1h]", giveUpAfter: "1d", maxInFlight: 100, perMinute: 60_000, timeout: 120))
+            reconcile: ReconcileHarness.reconcileYAML(schedule: "[10m, 1h]", giveUpAfter: "1d", maxInFlight: 100, perMinute: 60_000, timeout: 120))
         for index in 0..<100 {
             try await harness.double.script("ipay88", order: "stuck-\(index)", json: [#"{"delay": 100}"#])
             try await harness.expect("ipay88", "stuck-\(index)")
         }
-        let deadline = Date().addingTimeInterval(60)
-        while try await harness.double.inFlight() < 100, Date() < deadline { try await Task.sleep(for: .milliseconds(200)) }
-        #expect(try await harness.double.inFlight() == 100)
+        harness.daemon.advance(by: .seconds(10 * 60))
+        try await waitFor("the 100 inquiries to be stuck at the double", observing: { try await harness.double.inFlight() }) { $0 == 100 }
         // Every notification is acknowledged while the inquiries wait; how fast is make bench's
         // figure, here only that they are not held behind the inquiries (a held one would wait
         // out the 100 s stall).
@@ -489,7 +534,7 @@ struct ReconcileScheduleTests {
             latencies.append(Date().timeIntervalSince(started))
         }
         latencies.sort()
-        #expect(latencies[latencies.count / 2] < 0.5 && latencies.last ?? 0 < 10, "median \(latencies[latencies.count / 2]) s, slowest \(latencies.last ?? 0) s")
+        #expect(latencies.last ?? 0 < 30, "median \(latencies[latencies.count / 2]) s, slowest \(latencies.last ?? 0) s")
         #expect(try harness.daemon.count("SELECT COUNT(*) FROM orders WHERE order_ref LIKE 'fast-%' AND state = 'paid'") == 200)
         #expect(try await harness.double.inFlight() >= 90, "the inquiries were still stuck")
         try await harness.stop()
@@ -509,10 +554,9 @@ struct ReconcileScheduleTests {
         // All due at the same moment, however long registering them took.
         try harness.daemon.execute("UPDATE orders SET inquiry_due_at = '2026-01-01T00:00:00.000Z' WHERE order_ref LIKE 'wire-%'")
         var most = 0
-        let deadline = Date().addingTimeInterval(40)
-        while try harness.daemon.count("SELECT COUNT(*) FROM inquiries") < orders.count, Date() < deadline {
+        try await waitUntil("the six inquiries to be recorded") {
             most = max(most, try await harness.double.inFlight())
-            try await Task.sleep(for: .milliseconds(50))
+            return try harness.daemon.count("SELECT COUNT(*) FROM inquiries") >= orders.count
         }
         #expect(try harness.daemon.count("SELECT COUNT(*) FROM inquiries") == orders.count)
         #expect(most == 3, "at most \(most) inquiries on the wire at once; max_in_flight is 3")
@@ -540,7 +584,7 @@ struct ReconcileScheduleTests {
         _ = try await first.waitUntilListening()
         let expect = try await ipnd(["orders", "expect", "unlimint", "killed", "--amount", "12.34", "--currency", "USD", "--config", configPath])
         #expect(expect.status == 0, "\(expect.stderr)")
-        try await double.wait("unlimint", order: "killed", timeout: 10) { $0.count >= 1 }
+        try await double.wait("unlimint", order: "killed") { $0.count >= 1 }
         // Killed while the double holds the inquiry (it stalls 30 s; ipnd would wait 5).
         first.signal(SIGKILL)
         _ = await first.waitForExit(timeout: 10)
@@ -551,20 +595,17 @@ struct ReconcileScheduleTests {
         let second = try DaemonProcess(configPath: configPath)
         _ = try await second.waitUntilListening()
         // Asked again once the claim (twice the timeout and a margin) has run out.
-        let asked = try await double.wait("unlimint", order: "killed", timeout: 40) { $0.count >= 2 }
+        let asked = try await double.wait("unlimint", order: "killed") { $0.count >= 2 }
         #expect(asked.count == 2)
         var configuration = Configuration()
         configuration.readonly = true
         let queue = try DatabaseQueue(path: storePath, configuration: configuration)
-        let deadline = Date().addingTimeInterval(10)
-        var state: String?
-        while Date() < deadline {
-            state = try await queue.read { db in try String.fetchOne(db, sql: "SELECT state FROM orders WHERE order_ref = 'killed'") }
-            if state == "paid" { break }
-            try await Task.sleep(for: .milliseconds(100))
-        }
+        let state = try await waitFor("the order to be paid", observing: {
+            try await queue.read { db in try String.fetchOne(db, sql: "SELECT state FROM orders WHERE order_ref = 'killed'") }
+        }) { $0 == "paid" }
         #expect(state == "paid")
-        #expect(Date().timeIntervalSince(killedAt) < 40)
+        // The lease is twice the 5 s timeout and a few seconds: asked again well within a minute.
+        #expect(Date().timeIntervalSince(killedAt) < 60)
         second.signal(SIGTERM)
         _ = await second.waitForExit(timeout: 20)
         double.stop()
@@ -575,7 +616,7 @@ struct ReconcileScheduleTests {
     func twoNodes() async throws {
         let database = try await TestDaemon.freshPostgresDatabase()
         let double = try ProviderDouble()
-        let reconcile = ReconcileHarness.reconcileYAML(schedule: "[1s, 1h]", giveUpAfter: "1d", maxInFlight: 8, timeout: 2)
+        let reconcile = ReconcileHarness.reconcileYAML(schedule: "[10m, 1h]", giveUpAfter: "1d", maxInFlight: 8, timeout: 10)
         let one = try await ReconcileHarness.start(backend: .postgres, reconcile: reconcile, double: double, postgresDatabase: database)
         let two = try await ReconcileHarness.start(backend: .postgres, reconcile: reconcile, double: double, postgresDatabase: database)
         let orders = (0..<60).map { "both-\($0)" }
@@ -583,11 +624,16 @@ struct ReconcileScheduleTests {
             try await double.script("ipay88", order: order, json: [#"{"delay": 0.2, "text": "Record not found"}"#])
             try await one.expect("ipay88", order)
         }
-        let deadline = Date().addingTimeInterval(30)
-        while try one.daemon.count("SELECT COUNT(*) FROM inquiries") < orders.count, Date() < deadline {
-            try await Task.sleep(for: .milliseconds(200))
+        // The first step comes for both nodes at once.
+        one.daemon.advance(by: .seconds(10 * 60))
+        two.daemon.advance(by: .seconds(10 * 60))
+        // Every order asked and moved to its next step, an hour away: none is claimed or due any
+        // more, so no second inquiry can still come.
+        let nextStep = Timestamp.format(epochMilliseconds: one.daemon.clock.millis() + 30 * 60_000)
+        try await waitUntil("all 60 orders to be asked once and scheduled for their next step") {
+            try one.daemon.count("SELECT COUNT(*) FROM inquiries") >= orders.count
+                && one.daemon.count("SELECT COUNT(*) FROM orders WHERE inquiry_due_at > ?", [nextStep]) == orders.count
         }
-        try await Task.sleep(for: .seconds(1))
         let requests = try await double.requests(provider: "ipay88").filter { $0.kind == "inquiry" }
         var perOrder: [String: Int] = [:]
         for request in requests { perOrder[request.order ?? "", default: 0] += 1 }
@@ -603,21 +649,8 @@ struct ReconcileScheduleTests {
     }
 }
 
-extension TestDaemon {
-    /// Waits until `condition` holds, at most `timeout` seconds; returns whether it did.
-    @discardableResult
-    func waitUntil(timeout: Double, _ condition: () throws -> Bool) async throws -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while true {
-            if try condition() { return true }
-            if Date() > deadline { return false }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-    }
-}
-
 /// The commands, the metrics, and what must never be shown.
-@Suite("Reconciliation: commands, metrics and secrets")
+@Suite("Reconciliation: commands, metrics and secrets", .heavy)
 struct ReconcileOpsTests {
     @Test("orders reconcile and inquiries list; exit codes 0, 1, 2 and 5; the metrics with HELP; no credential, token or signature anywhere")
     func commandsMetricsSecrets() async throws {
@@ -713,14 +746,14 @@ struct ReconcileOpsTests {
 
 /// The console's side of reconciliation over HTTP: the order page's inquiries and its "Ask the
 /// provider now" form (a POST with the session's CSRF token), and the overview's counts.
-@Suite("Reconciliation in the console")
+@Suite("Reconciliation in the console", .heavy)
 struct ReconcileConsoleTests {
     @Test("the order page lists inquiries and asks the provider now; the overview counts awaiting and unsettled orders")
     func console() async throws {
         let harness = try await ReconcileHarness.start(
             reconcile: ReconcileHarness.reconcileYAML(schedule: "[1h]", giveUpAfter: "2h"))
         try await harness.expect("juspay", "JP-console")
-        try await harness.double.script("juspay", order: "JP-console", json: [#"{"status": 503, "retry_after": "1"}"#,
+        try await harness.double.script("juspay", order: "JP-console", json: [#"{"status": 503, "retry_after": "60"}"#,
                                                                             #"{"order": {"status": "CHARGED", "amount": "12.34", "currency": "INR", "id": "o", "txn_id": "t"}}"#])
         let console = ConsoleClient(harness.daemon)
         _ = try await console.signIn(TestDaemon.opsToken)
@@ -739,13 +772,17 @@ struct ReconcileConsoleTests {
         let shown = try await console.get(first.location ?? path)
         #expect(shown.text.contains("The provider was asked: error."))
         #expect(shown.text.contains(#"data-outcome="error""#) && shown.text.contains("503"))
-        try await Task.sleep(for: .milliseconds(1100))
+        // Asked by hand while the provider's Retry-After holds: not asked.
+        let held = try await console.post(path + "/inquiries", [("csrf", shown.csrf ?? "")])
+        #expect(held.location?.contains("outcome=error") == true)
+        #expect(try await harness.double.inquiries("juspay", order: "JP-console").count == 1)
+        harness.daemon.advance(by: .seconds(61))
         let second = try await console.post(path + "/inquiries", [("csrf", shown.csrf ?? "")])
         #expect(second.location?.contains("outcome=recorded") == true)
         let paid = try await console.get(path)
         #expect(paid.text.contains(#"id="order-state">paid"#) && paid.text.contains(#"data-outcome="recorded""#))
         #expect(paid.text.contains("none scheduled"))
-        #expect(try harness.daemon.column("SELECT trigger FROM inquiries ORDER BY id") == ["console", "console"])
+        #expect(try harness.daemon.column("SELECT trigger FROM inquiries ORDER BY id") == ["console", "console", "console"])
 
         // An account without inquiry: no button, and a POST is refused.
         try await harness.daemon.deliverShop2(order: "S2", status: "NEW")
@@ -771,14 +808,16 @@ struct ReconcileConsoleTests {
 }
 
 /// A reload puts reconciliation's settings and accounts in force without a restart.
-@Suite("Reconciliation and reload")
+@Suite("Reconciliation and reload", .heavy)
 struct ReconcileReloadTests {
     @Test("an account given an inquiry section by a reload is asked; one whose section a reload removes is no longer asked")
     func reload() async throws {
-        let harness = try await ReconcileHarness.start(reconcile: ReconcileHarness.reconcileYAML(schedule: "[1s, 1h]", giveUpAfter: "1d"))
-        // shop2 has no inquiry: its order waits, unasked.
+        let harness = try await ReconcileHarness.start(reconcile: ReconcileHarness.reconcileYAML(schedule: "[10m, 1h]", giveUpAfter: "1d"))
+        // shop2 has no inquiry: its order waits, unasked, while the default account's is asked.
         try await harness.daemon.deliverShop2(order: "S2-RELOAD", status: "NEW")
-        try await Task.sleep(for: .seconds(2))
+        try await harness.expect("unlimint", "U-RELOAD")
+        harness.daemon.advance(by: .seconds(10 * 60))
+        _ = try await harness.double.wait("unlimint", order: "U-RELOAD") { !$0.isEmpty }
         #expect(try harness.daemon.count("SELECT COUNT(*) FROM inquiries WHERE order_ref = 'S2-RELOAD'") == 0)
         // Unlimint's shop2 is given the default account's inquiry; juspay's section goes.
         try harness.daemon.editConfig { text in
@@ -800,11 +839,14 @@ struct ReconcileReloadTests {
                 """, with: "")
         }
         #expect(await harness.daemon.daemon.reload() == .applied(needsRestart: []))
-        #expect(try await harness.daemon.waitUntil(timeout: 10) {
+        // Its order went quiet 10 minutes ago: due at once.
+        try await waitUntil("shop2's order to be asked once the reload gave it an inquiry section") {
             try harness.daemon.count("SELECT COUNT(*) FROM inquiries WHERE order_ref = 'S2-RELOAD'") == 1
-        })
+        }
         try await harness.expect("juspay", "JP-RELOAD")
-        try await Task.sleep(for: .seconds(2))
+        try await harness.expect("unlimint", "U2-RELOAD")
+        harness.daemon.advance(by: .seconds(10 * 60))
+        _ = try await harness.double.wait("unlimint", order: "U2-RELOAD") { !$0.isEmpty }
         #expect(try await harness.double.inquiries("juspay", order: "JP-RELOAD").isEmpty, "juspay's inquiry section is gone")
         #expect(try await harness.askNow("juspay", "JP-RELOAD").status == 409)
         try await harness.stop()

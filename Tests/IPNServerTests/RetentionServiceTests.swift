@@ -3,6 +3,7 @@ import IPNConfig
 import IPNCore
 @testable import IPNServer
 import IPNStore
+import IPNTestSupport
 import IPNStoreSQLite
 import Logging
 import Testing
@@ -34,8 +35,8 @@ struct RetentionServiceTests {
     @Test("a pass removes rejected rows past rejected_days and owed-nothing events past events_days, in batches, never anything authentic")
     func passes() async throws {
         let store = try makeStore()
-        let start = Date()
-        let clock = Locked(start)
+        let clock = WallClock.adjustable()
+        let start = clock.date()
         let logs = LogOutput.capture()
         let logger = Logger(label: "test") { LogfmtLogHandler(label: $0, level: .info, output: logs) }
         var settings = RetentionSettings()
@@ -44,7 +45,7 @@ struct RetentionServiceTests {
         let service = RetentionService(
             store: store, retention: settings, logger: logger,
             schedule: RetentionService.Schedule(interval: .milliseconds(50), rejectedBatchSize: 2, eventBatchSize: 2, pause: .milliseconds(1)),
-            now: { clock.withLock { $0 } })
+            clock: clock)
 
         // 5 rejected 40 days old, 3 rejected 10 days old; authentic notifications as old.
         for _ in 0..<5 {
@@ -77,7 +78,7 @@ struct RetentionServiceTests {
         #expect(try await count("SELECT COUNT(*) FROM notifications WHERE verdict = 'rejected'") == 3)
 
         // 100 days on: the other rejected rows, and the events nobody owes any more.
-        clock.withLock { $0 = start + 100 * Self.day }
+        clock.advance(by: .seconds(100 * 86_400))
         report = try await service.pass()
         #expect(report.rejected == 3)
         #expect(report.events == 4 && report.deliveries == 2 && report.eventsOwed == 1 && report.prunedThrough == 5)
@@ -93,9 +94,11 @@ struct RetentionServiceTests {
         for _ in 0..<3 {
             _ = try await store.record(.rejected(request("unlimint", receivedAt: start), Rejection(.badSignature, "x")))
         }
-        clock.withLock { $0 = start + 200 * Self.day }
+        clock.advance(by: .seconds(100 * 86_400))
         let running = Task { try await service.run() }
-        try await waitUntil { try await count("SELECT COUNT(*) FROM notifications WHERE verdict = 'rejected'") == 0 }
+        try await waitUntil("the running service to remove the three rejected rows") {
+            try await count("SELECT COUNT(*) FROM notifications WHERE verdict = 'rejected'") == 0
+        }
         running.cancel()
         _ = try? await running.value
         let line = try #require(logs.captured.first { $0.contains("retention pass") })

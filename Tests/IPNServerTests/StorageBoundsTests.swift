@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import IPNCore
+import IPNTestSupport
 @testable import IPNServer
 import NIOCore
 import Testing
@@ -24,7 +25,7 @@ private func sum(of key: String, inLinesWith parts: [String], _ lines: [String])
     }
 }
 
-@Suite("Storage bounds: the rejected-request budget and retention over HTTP (issue 33)")
+@Suite("Storage bounds: the rejected-request budget and retention over HTTP (issue 33)", .heavy)
 struct StorageBoundsTests {
     @Test("""
         20,000 bad-signature 64 KB requests from one address grow the store by no more than the budget allows, while real \
@@ -35,7 +36,7 @@ struct StorageBoundsTests {
         let window: Int64 = 10_000
         let daemon = try await TestDaemon.start(
             serverYAML: "  trusted_proxies: [127.0.0.1/32]\n  rejected_store_per_minute: \(budget)",
-            housekeeping: Daemon.Housekeeping(budgetWindow: .milliseconds(window)))
+            timing: TestDaemon.timing(budgetWindow: .milliseconds(window)))
         let attacker = "203.0.113.66"
         let merchantsProvider = "198.51.100.7"
         let total = 20_000
@@ -91,7 +92,7 @@ struct StorageBoundsTests {
         let metrics = try parsePrometheus(try await daemon.get("/metrics", ops: true).text)
         #expect(metrics.value("ipnd_rejected_unstored_total", ["provider": "unlimint", "reason": "bad_signature"]) == Double(total - stored))
         // ...and so do the log lines, one per window the address went past its budget in.
-        try await waitUntil(timeout: 30) {
+        try await waitUntil("the log lines of the dropped requests to add up to \(total - stored)") {
             sum(of: "not_stored", inLinesWith: ["client past its budget", "client_ip=\(attacker)"], daemon.logs.captured) == total - stored
         }
         let lines = daemon.logs.captured.filter { $0.contains("client past its budget") }
@@ -141,34 +142,32 @@ struct StorageBoundsTests {
         let secret = WebhookReceiver.newSecret()
         let receiver = try WebhookReceiver(secrets: [secret])
         defer { receiver.stop() }
-        // `app` takes Unlimint's events and answers; `down` takes Citcon's and never does.
+        // `app` takes Unlimint's events and answers; `down` takes Citcon's and answered 410 once:
+        // paused, it still owes them.
+        let gone = try WebhookReceiver(secrets: [secret], mode: "gone")
+        defer { gone.stop() }
         let deliveries = deliveriesYAML(url: receiver.url, secrets: [secret], extra: "providers: [unlimint]")
-            + "\n" + deliveriesYAML(name: "down", url: "http://127.0.0.1:\(try WebhookReceiver.freePort())/hook", secrets: [secret],
-                                     extra: "providers: [citcon]").replacingOccurrences(of: "deliveries:\n", with: "")
-        let offset = Locked<TimeInterval>(0)
-        let daemon = try await TestDaemon.start(
-            extraYAML: deliveries, deliveryRetryScale: 0.002,
-            housekeeping: Daemon.Housekeeping(now: { Date() + offset.withLock { $0 } }, retentionInterval: .milliseconds(200)))
+            + "\n" + deliveriesYAML(name: "down", url: gone.url, secrets: [secret], extra: "providers: [citcon]")
+                .replacingOccurrences(of: "deliveries:\n", with: "")
+        let daemon = try await TestDaemon.start(extraYAML: deliveries)
 
         for index in 0..<3 { try await daemon.deliver("unlimint", order: "KEEP-\(index)", status: "COMPLETED") }
         try await daemon.deliver("citcon", order: "OWED-1", status: "success")
         let forged = try await daemon.post("/ipn/unlimint", body: Array("{}".utf8), headers: junkHeaders)
         #expect(forged.status == 400)
-        _ = try await receiver.wait(timeout: 20) { Set($0.filter { $0.answer == "200" }.map(\.seq)).count == 3 }
-        try await waitUntil {
+        try await waitUntil("app's three deliveries to be delivered and down's to be paused") {
             try daemon.count("SELECT COUNT(*) FROM deliveries WHERE target = 'app' AND state = 'delivered'") == 3
+                && daemon.count("SELECT COUNT(*) FROM deliveries WHERE target = 'down' AND state = 'paused'") == 1
         }
         let authentic = try daemon.count("SELECT COUNT(*) FROM notifications WHERE verdict <> 'rejected'")
         let transitions = try daemon.count("SELECT COUNT(*) FROM transitions")
         #expect(try daemon.count("SELECT COUNT(*) FROM events") == 4)
-        // Nothing is old yet: passes run and remove nothing.
-        try await Task.sleep(for: .milliseconds(500))
         #expect(try daemon.count("SELECT COUNT(*) FROM notifications WHERE verdict = 'rejected'") == 1)
         #expect(try await daemon.api("/api/v1/events?after=0").status == 200)
 
-        // 100 days later (rejected_days 30, events_days 90 by default).
-        offset.withLock { $0 = 100 * 86_400 }
-        try await waitUntil { try daemon.count("SELECT COUNT(*) FROM events") == 1 }
+        // 100 days later (rejected_days 30, events_days 90 by default): the next pass is due.
+        daemon.advance(by: .seconds(100 * 86_400))
+        try await waitUntil("retention to remove the delivered events") { try daemon.count("SELECT COUNT(*) FROM events") == 1 }
         #expect(try daemon.count("SELECT COUNT(*) FROM notifications WHERE verdict = 'rejected'") == 0)
         #expect(try daemon.count("SELECT COUNT(*) FROM notifications WHERE verdict <> 'rejected'") == authentic)
         #expect(try daemon.count("SELECT COUNT(*) FROM transitions") == transitions)
@@ -176,7 +175,7 @@ struct StorageBoundsTests {
         #expect(try daemon.count("SELECT COUNT(*) FROM deliveries WHERE target = 'app'") == 0)
         // The citcon event (seq 4) is still owed to `down`: kept, with its delivery.
         #expect(try daemon.count("SELECT seq FROM events") == 4)
-        #expect(try daemon.count("SELECT COUNT(*) FROM deliveries WHERE target = 'down' AND state = 'pending'") == 1)
+        #expect(try daemon.count("SELECT COUNT(*) FROM deliveries WHERE target = 'down' AND state = 'paused'") == 1)
         // Below the highest removed seq (3), the feed answers 410 with the oldest readable seq.
         for after in [0, 2] {
             let gone = try await daemon.api("/api/v1/events?after=\(after)")

@@ -117,13 +117,9 @@ final class ProviderDouble: @unchecked Sendable {
 
     /// Waits until `condition` holds for the requests about `order`, at most `timeout` seconds.
     @discardableResult
-    func wait(_ provider: String, order: String, timeout: Double, until condition: ([Request]) -> Bool) async throws -> [Request] {
-        let deadline = Date().addingTimeInterval(timeout)
-        while true {
-            let requests = try await inquiries(provider, order: order)
-            if condition(requests) || Date() > deadline { return requests }
-            try await Task.sleep(for: .milliseconds(100))
-        }
+    func wait(_ provider: String, order: String, timeout: Double = Waits.timeout, until condition: ([Request]) -> Bool) async throws -> [Request] {
+        try await waitFor("the \(provider) double to be asked as the test expects about \(order)", timeout: timeout,
+                          observing: { try await inquiries(provider, order: order) }, until: condition)
     }
 
     private func control(_ path: String, _ object: [String: Any]) async throws {

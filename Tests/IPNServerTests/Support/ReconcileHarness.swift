@@ -123,16 +123,13 @@ struct ReconcileHarness {
         try await daemon.apiObject("/api/v1/orders/\(provider)/\(order)")
     }
 
-    /// Waits until the order is in `state`, at most `timeout` seconds; returns its last state.
+    /// Waits until the order is in `state`, and returns it; fails naming the order and its
+    /// last state once `timeout` seconds have passed.
     @discardableResult
-    func waitForState(_ provider: String, _ ref: String, _ state: String, timeout: Double = 15) async throws -> String? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while true {
-            let now = try daemon.column(
-                "SELECT state FROM orders WHERE provider = ? AND account = 'default' AND order_ref = ?", [provider, ref]).first ?? nil
-            if now == state || Date() > deadline { return now }
-            try await Task.sleep(for: .milliseconds(100))
-        }
+    func waitForState(_ provider: String, _ ref: String, _ state: String, timeout: Double = Waits.timeout) async throws -> String? {
+        try await waitFor("\(provider) order \(ref) to be \(state)", timeout: timeout, observing: {
+            try daemon.column("SELECT state FROM orders WHERE provider = ? AND account = 'default' AND order_ref = ?", [provider, ref]).first ?? nil
+        }, until: { $0 == state })
     }
 
     /// The inquiry records of an order, oldest first, from the store.

@@ -93,7 +93,7 @@ final class TestDaemon: Sendable {
         opsYAML: String = "",
         deliveryRetryScale: Double = 1,
         postgresDatabase: (server: PostgresTestServer, database: String)? = nil,
-        housekeeping: Daemon.Housekeeping = Daemon.Housekeeping()
+        timing: Daemon.Timing = TestDaemon.timing()
     ) async throws -> TestDaemon {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ipnd-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -138,7 +138,7 @@ final class TestDaemon: Sendable {
         let logs = LogOutput.capture()
         let logger = Logger(label: "ipnd-test") { label in LogfmtLogHandler(label: label, level: .info, output: logs) }
         let daemon = try await Daemon.open(
-            config: config, logger: logger, deliveryRetryScale: deliveryRetryScale, housekeeping: housekeeping,
+            config: config, logger: logger, deliveryRetryScale: deliveryRetryScale, timing: timing,
             configEnvironment: [:])
         let task = Task { try await daemon.run(gracefulShutdownSignals: []) }
         guard let ports = await daemon.listeningPorts() else {
@@ -147,6 +147,32 @@ final class TestDaemon: Sendable {
         }
         return TestDaemon(backend: backend, postgres: postgres, directory: directory, config: config, daemon: daemon, ports: ports,
                           logs: logs, task: task)
+    }
+
+    /// How long a test store's writes wait for the database: long enough for a machine busy
+    /// with the whole suite (on two cores, a PostgreSQL batch has been seen to wait over 5 s for
+    /// its turn), so that a test sees ipnd's behaviour rather than the machine's load. The tests
+    /// of the timeouts themselves pass production's, or shorter.
+    static let busyMachineStoreTimeouts = StoreTimeouts(write: .seconds(30), batch: .seconds(30), commit: .seconds(60))
+
+    /// A test daemon's timing: an adjustable clock (`advance(by:)` moves the daemon's time of day
+    /// instead of a test sleeping through a schedule), production's periods unless given, and
+    /// store timeouts for a busy machine.
+    static func timing(
+        clock: WallClock = .adjustable(), retentionInterval: Duration = .seconds(300), budgetWindow: Duration = .seconds(60),
+        storeTimeouts: StoreTimeouts? = busyMachineStoreTimeouts
+    ) -> Daemon.Timing {
+        Daemon.Timing(clock: clock, retentionInterval: retentionInterval, budgetWindow: budgetWindow, storeTimeouts: storeTimeouts)
+    }
+
+    /// The daemon's time of day.
+    var clock: WallClock { daemon.clock }
+
+    /// Moves the daemon's time of day forward by `duration` (its schedules come due as if it had
+    /// passed); what is due then happens on the daemon's own time, for the test to wait for.
+    func advance(by duration: Duration) {
+        precondition(clock.isAdjustable, "this daemon runs on the system clock")
+        clock.advance(by: duration)
     }
 
     /// A new, empty database on the test server `make test` started.

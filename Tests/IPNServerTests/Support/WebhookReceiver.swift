@@ -105,15 +105,22 @@ final class WebhookReceiver: @unchecked Sendable {
         Set(try requests().filter { $0.answer == "200" }.map(\.seq))
     }
 
-    /// Waits until `condition` holds for what was received, at most `timeout` seconds.
+    /// Waits until `condition` holds for what was received, and returns it; fails naming `what`
+    /// (and how many requests came) once `timeout` seconds have passed.
     @discardableResult
-    func wait(timeout: Double, until condition: ([Request]) -> Bool) async throws -> [Request] {
-        let deadline = Date().addingTimeInterval(timeout)
-        while true {
-            let requests = try requests()
-            if condition(requests) { return requests }
-            if Date() > deadline { return requests }
-            try await Task.sleep(for: .milliseconds(100))
+    func wait(
+        _ what: String = "the requests the test waits for", timeout: Double = Waits.timeout, until condition: ([Request]) -> Bool
+    ) async throws -> [Request] {
+        try await waitFor("the receiver to get \(what)", timeout: timeout, observing: { try RequestLog(requests: requests()) }) {
+            condition($0.requests)
+        }.requests
+    }
+
+    /// What the receiver got, as a failed wait reports it.
+    private struct RequestLog: CustomStringConvertible {
+        let requests: [Request]
+        var description: String {
+            "\(requests.count) requests, seqs answered 200: \(Set(requests.filter { $0.answer == "200" }.map(\.seq)).sorted())"
         }
     }
 
@@ -124,13 +131,13 @@ final class WebhookReceiver: @unchecked Sendable {
 }
 
 /// A `deliveries:` config section with one target.
-func deliveriesYAML(name: String = "app", url: String, secrets: [String], extra: String = "") -> String {
+func deliveriesYAML(name: String = "app", url: String, secrets: [String], timeout: Int = 2, extra: String = "") -> String {
     """
     deliveries:
       - name: \(name)
         url: \(url)
         secret: [\(secrets.joined(separator: ", "))]
-        timeout_seconds: 2
+        timeout_seconds: \(timeout)
     \(extra.split(separator: "\n").map { "    " + $0 }.joined(separator: "\n"))
     """
 }
