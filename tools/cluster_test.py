@@ -2,8 +2,8 @@
 """Several `ipnd serve` processes on one PostgreSQL database, checked from outside.
 
 Starts a private PostgreSQL server (scripts/pg-test-server.sh, in a temporary directory, so that
-restarting it drops nobody else's connections), creates a database, and runs NODES daemons of the
-built binary on it. Notifications are built by tools/ipn_client.py (independent of ipnd) and sent
+restarting it drops nobody else's connections), or with --shared-server uses the one IPND_TEST_PG_*
+name, creates a database, and runs NODES daemons of the built binary on it. Notifications are built by tools/ipn_client.py (independent of ipnd) and sent
 to the nodes at random, re-sent until acknowledged, as providers do. Scenarios (flags combine):
 
   --dedup N        N notifications, each delivered 10 times at once, split across the nodes:
@@ -49,18 +49,29 @@ RANK = {"pending": 10, "authorized": 20, "paid": 40}
 
 
 class Postgres:
-    """A private server from scripts/pg-test-server.sh, and psql against one database."""
+    """A server from scripts/pg-test-server.sh, and psql against one database of this run's own.
 
-    def __init__(self):
-        self.dir = tempfile.mkdtemp(prefix="ipndcl.", dir="/tmp")
-        os.chmod(self.dir, 0o755)
+    With `shared`, the server the environment names (IPND_TEST_PG_*: the one `make test` runs for
+    the whole suite), in a new database that is dropped afterwards; restarting it then drops every
+    connection to it, so the caller must be the only one using it meanwhile. Otherwise a private
+    server in a temporary directory, stopped and removed afterwards."""
+
+    def __init__(self, shared=False):
         script = os.path.join(ROOT, "scripts", "pg-test-server.sh")
-        subprocess.run([script, "start", self.dir], check=True, stdout=subprocess.DEVNULL)
-        env = subprocess.run([script, "env", self.dir], check=True, capture_output=True, text=True).stdout
-        self.env = dict(re.findall(r"export (\w+)=(\S*)", env))
         self.script = script
-        self.database = "ipnd_cluster"
-        self.psql("CREATE DATABASE ipnd_cluster", database=self.env["IPND_TEST_PG_DATABASE"])
+        self.shared = shared
+        if shared:
+            self.env = {key: value for key, value in os.environ.items() if key.startswith("IPND_TEST_PG_")}
+            self.dir = self.env["IPND_TEST_PG_SOCKET_DIR"]
+            self.database = "ipnd_cluster_%d_%d" % (os.getpid(), random.randrange(1 << 30))
+        else:
+            self.dir = tempfile.mkdtemp(prefix="ipndcl.", dir="/tmp")
+            os.chmod(self.dir, 0o755)
+            subprocess.run([script, "start", self.dir], check=True, stdout=subprocess.DEVNULL)
+            env = subprocess.run([script, "env", self.dir], check=True, capture_output=True, text=True).stdout
+            self.env = dict(re.findall(r"export (\w+)=(\S*)", env))
+            self.database = "ipnd_cluster"
+        self.psql("CREATE DATABASE " + self.database, database=self.env["IPND_TEST_PG_DATABASE"])
 
     def psql(self, sql, database=None):
         result = subprocess.run(
@@ -77,6 +88,12 @@ class Postgres:
         subprocess.run([self.script, "restart-immediate", self.dir, str(down)], check=True, stdout=subprocess.DEVNULL)
 
     def stop(self):
+        if self.shared:
+            try:
+                self.psql("DROP DATABASE IF EXISTS %s WITH (FORCE)" % self.database, database=self.env["IPND_TEST_PG_DATABASE"])
+            except RuntimeError as error:
+                print(f"cluster-test: database {self.database} not dropped: {error}")
+            return
         subprocess.run([self.script, "stop", self.dir], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         shutil.rmtree(self.dir, ignore_errors=True)
 
@@ -305,13 +322,15 @@ def main():
     parser.add_argument("--workers", type=int, default=8)
     parser.add_argument("--gap", type=float, nargs=2, default=(0.2, 0.8))
     parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--shared-server", action="store_true",
+                        help="use the server IPND_TEST_PG_* name (make test's), in a database of this run's own")
     args = parser.parse_args()
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)
     rng = random.Random(seed)
     run_id = f"{os.getpid()}-{int(time.time())}"
     workdir = tempfile.mkdtemp(prefix="ipnd-cluster-")
     print(f"cluster-test: seed {seed}, {args.nodes} nodes, workdir {workdir}", flush=True)
-    pg = Postgres()
+    pg = Postgres(shared=args.shared_server)
     receiver = None
     failures = []
     summary = {}

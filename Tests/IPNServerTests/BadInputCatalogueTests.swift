@@ -1,4 +1,5 @@
 import Foundation
+import IPNTestSupport
 import GRDB
 import IPNCore
 import Testing
@@ -122,7 +123,7 @@ struct BadInput: Sendable {
     var timeout: Double = 15
 }
 
-@Suite("Bad-input catalogue over real HTTP for every provider (issue 7)")
+@Suite("Bad-input catalogue over real HTTP for every provider (issue 7)", .heavy)
 struct BadInputCatalogueTests {
     static let maxBody = 262_144
     static let serverYAML = "  max_body_bytes: \(maxBody)\n  request_timeout_seconds: 2"

@@ -3,13 +3,14 @@ import IPNTestSupport
 import Testing
 
 /// Several `ipnd serve` processes on one PostgreSQL database (issue 31), driven from outside by
-/// tools/cluster_test.py on a private PostgreSQL server of its own (restarting it must not drop
-/// other tests' connections). Run where `make test` provides PostgreSQL.
+/// tools/cluster_test.py, in a database of its own on the server `make test` runs. The restart
+/// test runs alone among the heavy tests (every test using PostgreSQL is one): restarting the
+/// server drops every connection to it.
 @Suite("Two nodes on one PostgreSQL database", .serialized, .enabled(if: PostgresTestServer.fromEnvironment() != nil))
 struct ClusterTests {
     /// Runs the tool with `arguments`; returns its summary's counts.
     private func cluster(_ arguments: [String], timeout: Double = 400) async throws -> [String: String] {
-        let result = try await runPythonTool("cluster_test.py", ["--binary", ipndBinary.path] + arguments, timeout: timeout)
+        let result = try await runPythonTool("cluster_test.py", ["--binary", ipndBinary.path, "--shared-server"] + arguments, timeout: timeout)
         let summary = result.stdout.split(separator: "\n").last { $0.hasPrefix("cluster-test: ") && $0.contains("=") } ?? ""
         #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
         #expect(result.stdout.contains("cluster-test: PASS"), "\(result.stdout)")
@@ -20,7 +21,7 @@ struct ClusterTests {
         }, uniquingKeysWith: { first, _ in first })
     }
 
-    @Test("ten concurrent deliveries of one notification split across both nodes: one applied; shuffled lifecycles end as on one node; the feed under two-node load has every seq once, ascending; each event delivered once")
+    @Test("ten concurrent deliveries of one notification split across both nodes: one applied; shuffled lifecycles end as on one node; the feed under two-node load has every seq once, ascending; each event delivered once", .heavy(.double))
     func twoNodes() async throws {
         let counts = try await cluster(["--dedup", "10", "--lifecycles", "40", "--load", "--deliveries"])
         #expect(counts["dedup_applied"] == "10")
@@ -32,7 +33,7 @@ struct ClusterTests {
         #expect(counts["feed_seen"] == counts["events"])
     }
 
-    @Test("kill -9 of one node under two-node load, ten times: nothing acknowledged lost, nothing applied twice, every event delivered")
+    @Test("kill -9 of one node under two-node load, ten times: nothing acknowledged lost, nothing applied twice, every event delivered", .heavy(.double))
     func killOneNode() async throws {
         let counts = try await cluster(["--kills", "10", "--deliveries", "--gap", "0.2", "0.6"])
         #expect(counts["kills"] == "10")
@@ -42,7 +43,8 @@ struct ClusterTests {
         #expect(counts["feed_seen"] == counts["events"])
     }
 
-    @Test("PostgreSQL restarted under load (pg_ctl restart -m immediate): 503 while it is down, applied again after, nothing acknowledged lost")
+    @Test("PostgreSQL restarted under load (pg_ctl restart -m immediate): 503 while it is down, applied again after, nothing acknowledged lost",
+          .heavy(.whole))
     func databaseRestart() async throws {
         // Down 7 s each time, longer than a batch may wait for the database (5 s).
         let counts = try await cluster(["--pg-restarts", "2", "--pg-down", "7", "--deliveries", "--gap", "0.5", "1.0"])

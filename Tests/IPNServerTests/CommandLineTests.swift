@@ -75,7 +75,7 @@ func writeConfig(_ yaml: String, mode: Int = 0o600) throws -> String {
     return path
 }
 
-@Suite("Startup config errors stop `ipnd serve` with exit 2 and a message naming the key")
+@Suite("Startup config errors stop `ipnd serve` with exit 2 and a message naming the key", .heavy)
 struct CommandLineTests {
     @Test("missing secret, unknown key, bad port", arguments: [
         ("providers:\n  unlimint:\n    - account: default\n", "providers.unlimint[0].callback_secret"),
@@ -191,7 +191,7 @@ struct CommandLineTests {
     }
 }
 
-@Suite("Store commands run outside the service's credentials")
+@Suite("Store commands run outside the service's credentials", .heavy)
 struct StoreCommandsWithoutCredentialsTests {
     @Test("orders list, notifications list and backup work with a production config whose secret files they cannot see; serve does not")
     func productionConfig() async throws {

@@ -1,4 +1,5 @@
 import Foundation
+import IPNTestSupport
 @testable import IPNConsole
 import IPNCore
 @testable import IPNServer
@@ -6,7 +7,7 @@ import Testing
 
 /// The ops console over HTTP without a browser: sessions, CSRF, headers, escaping (issue 32).
 /// tools/console_browser_test.py drives the same pages in Chromium (ConsoleBrowserTests).
-@Suite("The ops console over HTTP (issue 32)")
+@Suite("The ops console over HTTP (issue 32)", .heavy)
 struct ConsoleHTTPTests {
     static let policy = "default-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 

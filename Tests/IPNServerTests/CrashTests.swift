@@ -1,4 +1,5 @@
 import Foundation
+import IPNTestSupport
 import Testing
 
 /// The short form of the crash test (`make crash-test` runs the long one): `tools/crash_test.py`
@@ -6,7 +7,7 @@ import Testing
 /// Python client, kills it with SIGKILL at random moments, restarts it and re-sends what was not
 /// acknowledged, then checks the SQLite file itself. Events are delivered meanwhile to a receiver
 /// that verifies their signatures: every event must arrive, each order's in seq order.
-@Suite("kill -9 under load (issue 7)")
+@Suite("kill -9 under load (issue 7)", .heavy)
 struct CrashTests {
     @Test("every acknowledged notification is stored once, every order in the state its notifications imply, integrity ok; every event delivered")
     func killUnderLoad() async throws {

@@ -1,9 +1,10 @@
 import Foundation
+import IPNTestSupport
 @testable import IPNServer
 import Testing
 
 /// More connections than `LimitNOFILE=` allows (issue 39).
-@Suite("Connections past the descriptor limit (issue 39)")
+@Suite("Connections past the descriptor limit (issue 39)", .heavy)
 struct DescriptorLimitTests {
     static let healthz = Array("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8)
     static let metrics = Array("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8)

@@ -1,9 +1,10 @@
 import Foundation
+import IPNTestSupport
 import IPNCore
 @testable import IPNServer
 import Testing
 
-@Suite("/metrics: Prometheus text that moves with deliveries (issue 4)")
+@Suite("/metrics: Prometheus text that moves with deliveries (issue 4)", .heavy)
 struct MetricsTests {
     @Test("parses as Prometheus text; notification counters, latency and commit histograms, orders by state, build info")
     func countersMove() async throws {
@@ -58,7 +59,7 @@ struct MetricsTests {
 
 /// `/metrics` as Prometheus expects it: every family with its HELP and TYPE, families, series
 /// and histogram buckets in a stable order, readable by another parser than ours.
-@Suite("/metrics: HELP for every family, a stable order, read by prometheus_client")
+@Suite("/metrics: HELP for every family, a stable order, read by prometheus_client", .heavy)
 struct MetricsExpositionTests {
     @Test("every family has one HELP (from MetricHelp) and one TYPE before its samples; two scrapes list the same series in the same, sorted order")
     func layoutAndOrder() async throws {

@@ -6,7 +6,7 @@ import NIOCore
 import NIOHTTP1
 import Testing
 
-@Suite("Ops API: bearer auth, orders, notifications, expectations, pagination (issue 4)")
+@Suite("Ops API: bearer auth, orders, notifications, expectations, pagination (issue 4)", .heavy)
 struct OpsAPITests {
     @Test("no, wrong or malformed token is 401 with WWW-Authenticate: Bearer; health and metrics need none", arguments: Backend.allCases)
     func authentication(backend: Backend) async throws {

@@ -6,7 +6,7 @@ import Testing
 
 /// The transition rules of product.md section 5 that involve more than one notification,
 /// through real HTTP requests and the real SQLite file.
-@Suite("Order lifecycles end to end over HTTP")
+@Suite("Order lifecycles end to end over HTTP", .heavy)
 struct OrderLifecycleHTTPTests {
     struct Transition: Equatable, CustomStringConvertible {
         let from: String?

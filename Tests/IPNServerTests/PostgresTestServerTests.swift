@@ -5,7 +5,7 @@ import Testing
 /// The PostgreSQL server `make test` starts (scripts/pg-test-server.sh) and the helper the
 /// PostgreSQL store's tests drive it with: if these fail, so would every test of that store.
 @Suite("PostgreSQL test server", .enabled(if: PostgresTestServer.fromEnvironment() != nil,
-                                          "needs the server make test starts (IPND_TEST_PG_*)"))
+                                          "needs the server make test starts (IPND_TEST_PG_*)"), .heavy)
 struct PostgresTestServerTests {
     /// The shared server; the suite is disabled without one.
     private var shared: PostgresTestServer {
@@ -91,37 +91,27 @@ struct PostgresTestServerTests {
         }
     }
 
-    @Test("a committed row survives an immediate restart (a crash) of a private server, which then takes queries again")
+    @Test("a committed row survives an immediate restart (a crash) of the server, which then takes queries again", .heavy(.whole))
     func restartImmediate() async throws {
-        let server = try await blocking { try PostgresTestServer.startPrivate() }
-        #expect(server.isPrivate)
-        #expect(server.socketDirectory != PostgresTestServer.fromEnvironment()?.socketDirectory)
-        do {
-            let database = try await blocking { try server.createDatabase() }
-            let startedBefore = try await blocking {
-                try server.psql("CREATE TABLE payments (id integer PRIMARY KEY); INSERT INTO payments VALUES (7);", database: database)
-                return try server.psql("SELECT pg_postmaster_start_time()")
-            }
-
-            try await blocking { try server.restartImmediate() }
-
-            let startedAfter = try await blocking { try server.psql("SELECT pg_postmaster_start_time()") }
-            #expect(startedAfter != startedBefore, "the server was not restarted")
-            let kept = try await blocking { try server.psql("SELECT id FROM payments", database: database) }
-            #expect(kept == "7")
-            let count = try await blocking {
-                try server.psql("INSERT INTO payments VALUES (8); SELECT count(*) FROM payments;", database: database)
-            }
-            #expect(count == "2")
-        } catch {
-            try? await blocking { try server.stop() }
-            throw error
+        // The one server of the run: nothing else that uses it runs meanwhile (.whole).
+        let server = try #require(PostgresTestServer.fromEnvironment())
+        let database = try await blocking { try server.createDatabase() }
+        let startedBefore = try await blocking {
+            try server.psql("CREATE TABLE payments (id integer PRIMARY KEY); INSERT INTO payments VALUES (7);", database: database)
+            return try server.psql("SELECT pg_postmaster_start_time()")
         }
 
-        try await blocking { try server.stop() }
-        #expect(!FileManager.default.fileExists(atPath: server.socketDirectory))
-        let afterStop = await onDedicatedThread { Result { try server.psql("SELECT 1") } }
-        #expect(throws: PostgresTestServerError.self) { try afterStop.get() }
+        try await blocking { try server.restartImmediate() }
+
+        let startedAfter = try await blocking { try server.psql("SELECT pg_postmaster_start_time()") }
+        #expect(startedAfter != startedBefore, "the server was not restarted")
+        let kept = try await blocking { try server.psql("SELECT id FROM payments", database: database) }
+        #expect(kept == "7")
+        let count = try await blocking {
+            try server.psql("INSERT INTO payments VALUES (8); SELECT count(*) FROM payments;", database: database)
+        }
+        #expect(count == "2")
+        try await blocking { try server.dropDatabase(database) }
     }
 
     /// Runs `work`, which blocks on psql and the script, on a thread of its own rather than on

@@ -93,7 +93,7 @@ let mdweAvailable: Bool = {
     run(["python3", repositoryRoot.appendingPathComponent("tools/mdwe_exec.py").path, "/bin/true"]) == 0
 }()
 
-@Suite("Running as a systemd service (issue 5)")
+@Suite("Running as a systemd service (issue 5)", .heavy)
 struct ProductionTests {
     @Test("sd_notify: READY=1 first, WATCHDOG=1 at half of WATCHDOG_USEC, STOPPING=1 on SIGTERM, exit 0",
           arguments: [true, false])
@@ -314,10 +314,7 @@ struct ProductionTests {
             }
         }
         // Signal once the load is real: plenty acknowledged and more in flight.
-        let loadDeadline = Date().addingTimeInterval(30)
-        while acknowledged.withLock({ $0.count }) < 40, Date() < loadDeadline {
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        try await waitUntil("40 notifications acknowledged under load") { acknowledged.withLock { $0.count } >= 40 }
         let signalled = Date()
         daemon.signal(SIGTERM)
         let status = await daemon.waitForExit(timeout: 20)
@@ -398,7 +395,7 @@ struct ProductionTests {
         }
         let outcome = await slow
         #expect(outcome.closed, "the slow connection was not closed")
-        #expect(outcome.after >= 3.9 && outcome.after < 11, "closed after \(outcome.after)s")
+        #expect(outcome.after >= 3 && outcome.after < 12, "closed after \(outcome.after)s; the deadline is 4 s")
         #expect(servedAt.filter { $0 < outcome.after }.count >= 1, "served at \(servedAt), slow client cut at \(outcome.after)")
         #expect(try daemon.count("SELECT COUNT(*) FROM orders WHERE state = 'paid'") == 6)
         #expect(daemon.logs.captured.contains { $0.contains("request not received in time") })
@@ -407,19 +404,19 @@ struct ProductionTests {
 
     @Test("each request on a keep-alive connection has its own deadline, from its first byte")
     func deadlinePerRequest() async throws {
-        let daemon = try await TestDaemon.start(serverYAML: "  request_timeout_seconds: 2")
+        let daemon = try await TestDaemon.start(serverYAML: "  request_timeout_seconds: 4")
         let port = daemon.ports.provider
         let requests = ["KA-1", "KA-2"].map(UnlimintRequests.rawPayment(order:))
         let answers = await RawHTTP.onConnection(port: port) { fd in
             var answers: [RawHTTP.Answer] = []
             RawHTTP.sendAll(fd, requests[0])
-            answers.append(RawHTTP.readAnswer(fd, timeout: 5))
-            // The second request starts 1.2 s later and stops short of its last bytes. At 2 s
-            // (the first request's deadline) it is still in time; at 3.2 s its own ends.
-            usleep(1_200_000)
+            answers.append(RawHTTP.readAnswer(fd, timeout: 10))
+            // The second request starts 2 s later and stops short of its last bytes. At 4 s
+            // (the first request's deadline) it is still in time; at 6 s its own ends.
+            usleep(2_000_000)
             RawHTTP.sendAll(fd, Array(requests[1].dropLast(10)))
-            answers.append(RawHTTP.readAnswer(fd, timeout: 1.2))
-            answers.append(RawHTTP.readAnswer(fd, timeout: 8))
+            answers.append(RawHTTP.readAnswer(fd, timeout: 3))
+            answers.append(RawHTTP.readAnswer(fd, timeout: 15))
             return answers
         }
         #expect(answers.map(\.status) == [200, nil, 408], "\(answers)")
@@ -528,9 +525,8 @@ struct ProductionTests {
         }
         // Deliveries keep arriving before, between and after the copies: wait for them by
         // count, not by the clock, which a loaded machine stretches.
-        // (Bounded, so a load task that failed cannot hang the test: `sent` below then fails.)
         func deliveries(beyond count: Int) async throws {
-            for _ in 0..<6000 where delivered.withLock({ $0 }) < count + 7 { try await Task.sleep(for: .milliseconds(10)) }
+            try await waitUntil("7 more notifications delivered beyond \(count)") { delivered.withLock { $0 } >= count + 7 }
         }
         try await deliveries(beyond: 0)
         var copies: [String] = []

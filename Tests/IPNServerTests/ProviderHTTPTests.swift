@@ -50,7 +50,7 @@ extension TestDaemon {
 /// The repository, found from this file.
 let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-@Suite("Every provider over real HTTP (issue 3)")
+@Suite("Every provider over real HTTP (issue 3)", .heavy)
 struct ProviderHTTPTests {
     @Test("first delivery applied with the exact ack; again duplicate with the same ack; forged rejected; unknown status acked",
           arguments: Backend.allCases, ProviderExpectations.all)

@@ -8,6 +8,7 @@ import Testing
 /// double, over real HTTP, about orders that went quiet, and records the answers through the
 /// one write path, on both stores.
 @Suite("Reconciliation: asking providers about orders that went quiet", .heavy)
+
 struct ReconciliationTests {
     /// What the double answers about each provider's order, and what the provider's own late
     /// callback of the same payment is then recorded as.
@@ -149,6 +150,7 @@ struct ReconciliationTests {
 /// Every row of every answer table of inquiries.md, asked through the ops API (the schedule's
 /// first step is an hour away), on both stores.
 @Suite("Reconciliation: every answer of every provider", .heavy)
+
 struct InquiryAnswerTests {
     /// One answer: what the double says, and what ipnd must make of it.
     struct Row: Sendable, CustomStringConvertible {
@@ -324,6 +326,7 @@ struct InquiryAnswerTests {
 /// The schedule and the faults of product.md section 12, on the daemon's clock: the tests move
 /// it forward and wait for what comes due.
 @Suite("Reconciliation: the schedule, faults and nodes", .heavy)
+
 struct ReconcileScheduleTests {
     /// When each inquiry about `order` was asked, on the daemon's clock (Unix ms), oldest first.
     func askedAt(_ harness: ReconcileHarness, _ provider: String, _ order: String) throws -> [Int64] {
@@ -651,6 +654,7 @@ struct ReconcileScheduleTests {
 
 /// The commands, the metrics, and what must never be shown.
 @Suite("Reconciliation: commands, metrics and secrets", .heavy)
+
 struct ReconcileOpsTests {
     @Test("orders reconcile and inquiries list; exit codes 0, 1, 2 and 5; the metrics with HELP; no credential, token or signature anywhere")
     func commandsMetricsSecrets() async throws {
@@ -747,6 +751,7 @@ struct ReconcileOpsTests {
 /// The console's side of reconciliation over HTTP: the order page's inquiries and its "Ask the
 /// provider now" form (a POST with the session's CSRF token), and the overview's counts.
 @Suite("Reconciliation in the console", .heavy)
+
 struct ReconcileConsoleTests {
     @Test("the order page lists inquiries and asks the provider now; the overview counts awaiting and unsettled orders")
     func console() async throws {
@@ -809,6 +814,7 @@ struct ReconcileConsoleTests {
 
 /// A reload puts reconciliation's settings and accounts in force without a restart.
 @Suite("Reconciliation and reload", .heavy)
+
 struct ReconcileReloadTests {
     @Test("an account given an inquiry section by a reload is asked; one whose section a reload removes is no longer asked")
     func reload() async throws {

@@ -29,7 +29,7 @@ private func tokensLine(_ tokens: [String]) -> String {
     "tokens_sha256: [\(tokens.map { Hex.encode(Crypto.digest(.sha256, Array($0.utf8))) }.joined(separator: ", "))]"
 }
 
-@Suite("Reload: the config re-read without a restart (issue 33)")
+@Suite("Reload: the config re-read without a restart (issue 33)", .heavy)
 struct ReloadTests {
     @Test("""
         a reload puts in force a new account, allow_ips, ops tokens, a delivery target and the rejected-request budget; \

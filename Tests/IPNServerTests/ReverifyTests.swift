@@ -1,4 +1,5 @@
 import Foundation
+import IPNTestSupport
 import IPNCore
 import Testing
 
@@ -52,7 +53,7 @@ private let resultFields: Set<String> = [
     "order_state", "notification_id",
 ]
 
-@Suite("Recovering rejected notifications: notifications reverify (issue 33)")
+@Suite("Recovering rejected notifications: notifications reverify (issue 33)", .heavy)
 struct ReverifyTests {
     @Test("""
         a wrong Unlimint secret rejects 20 real notifications; with the secret fixed the dry run lists 20 that would apply \

@@ -1,4 +1,5 @@
 import Foundation
+import IPNTestSupport
 import IPNCore
 import Testing
 
@@ -7,7 +8,7 @@ func shell(_ commandLine: String) async throws -> CommandResult {
     try await runProcess(URL(fileURLWithPath: "/bin/sh"), ["-c", commandLine])
 }
 
-@Suite("ipnd simulate against a live daemon (issue 4)", .serialized)
+@Suite("ipnd simulate against a live daemon (issue 4)", .serialized, .heavy)
 struct SimulateTests {
     @Test("output to a reader that went away (simulate | head) ends the command as SIGPIPE would, not with a crash")
     func closedPipe() async throws {

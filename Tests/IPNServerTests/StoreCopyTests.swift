@@ -4,7 +4,7 @@ import IPNCore
 import IPNTestSupport
 import Testing
 
-@Suite("ipnd store copy: SQLite to PostgreSQL and back (issue 31)", .enabled(if: PostgresTestServer.fromEnvironment() != nil))
+@Suite("ipnd store copy: SQLite to PostgreSQL and back (issue 31)", .enabled(if: PostgresTestServer.fromEnvironment() != nil), .heavy)
 struct StoreCopyTests {
     /// A config file beside `directory` naming `storeYAML` (the lines under `store:`).
     private func writeConfig(_ directory: URL, name: String, storeYAML: String, providersYAML: String = TestDaemon.defaultProvidersYAML()) throws -> String {

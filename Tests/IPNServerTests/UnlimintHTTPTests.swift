@@ -1,9 +1,10 @@
 import AsyncHTTPClient
 import Foundation
+import IPNTestSupport
 import IPNCore
 import Testing
 
-@Suite("Unlimint end to end over HTTP with a real SQLite file")
+@Suite("Unlimint end to end over HTTP with a real SQLite file", .heavy)
 struct UnlimintHTTPTests {
     @Test("the vector is applied, acknowledged with exactly OK, and the order is paid in the file")
     func vector() async throws {

@@ -1,9 +1,10 @@
 import Foundation
+import IPNTestSupport
 import GRDB
 import IPNCore
 import Testing
 
-@Suite("A store written before order events opens and upgrades in place (issue 30)")
+@Suite("A store written before order events opens and upgrades in place (issue 30)", .heavy)
 struct UpgradeTests {
     /// Fixtures/store-v4-before-events.sqlite was written by `ipnd serve` and `ipnd orders
     /// expect` of main at 4393897 (schema v1 to v4): OLD-1 pending then paid (Unlimint), OLD-2
@@ -58,7 +59,7 @@ struct UpgradeTests {
 
 /// A SQLite store written by the ipnd before reconciliation (v7, `4b1af94`: a pending, a paid, an
 /// expected and an authorized order) opens, upgrades in place, and its waiting orders are asked.
-@Suite("A store written before reconciliation opens and upgrades in place (issue 37)")
+@Suite("A store written before reconciliation opens and upgrades in place (issue 37)", .heavy)
 struct ReconciliationUpgradeTests {
     @Test("v8 schedules the orders still waiting, due at once; the reconciler asks about them; the paid one is never asked")
     func upgrade() async throws {

@@ -1,11 +1,12 @@
 import AsyncHTTPClient
 import Foundation
+import IPNTestSupport
 import IPNCore
 import Testing
 
 /// providers.md's vectors, byte for byte, through a real server into a real SQLite file (the
 /// Unlimint vector has its own suite).
-@Suite("Provider vectors end to end over HTTP")
+@Suite("Provider vectors end to end over HTTP", .heavy)
 struct VectorsHTTPTests {
     @Test("Citcon's UPI example: acknowledged with exactly ok, the order authorized at 1.00 USD")
     func citconUPI() async throws {

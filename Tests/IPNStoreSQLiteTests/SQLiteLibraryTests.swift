@@ -23,9 +23,18 @@ struct SQLiteLibraryTests {
         }
     }
 
-    @Test("the settings are made once: later calls report the first outcome")
-    func idempotent() {
-        let first = SQLiteLibrary.configure()
-        #expect(SQLiteLibrary.configure() == first)
+    /// In a process of its own whose first connection is not the store's (a library opened one
+    /// first): SQLite has started, its settings can no longer change, and ipnd says so rather
+    /// than believe they did.
+    @Test("a process that opened a connection before the settings keeps SQLite's defaults, and reports it")
+    func tooLate() async {
+        await #expect(processExitsWith: .success) {
+            var first: OpaquePointer?
+            guard sqlite3_open(":memory:", &first) == SQLITE_OK else { exit(2) }
+            defer { sqlite3_close(first) }
+            guard SQLiteLibrary.configure() == .tooLate, SQLiteLibrary.configure() == .tooLate else { exit(1) }
+            // Debian's default, serialized: the connection has a mutex of its own.
+            guard sqlite3_db_mutex(first) != nil else { exit(3) }
+        }
     }
 }

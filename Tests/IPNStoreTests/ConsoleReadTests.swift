@@ -4,7 +4,7 @@ import IPNStore
 import IPNTestSupport
 import Testing
 
-@Suite("The console's reads: hourly counts, flagged orders, search, one notification, an order's deliveries (issue 32)")
+@Suite("The console's reads: hourly counts, flagged orders, search, one notification, an order's deliveries (issue 32)", .heavy)
 struct ConsoleReadTests {
     /// The counts as (verdict, reason) -> count, all hours and providers together.
     private func tally(_ counts: [HourlyNotificationCount]) -> [String: Int] {

@@ -4,7 +4,7 @@ import IPNStore
 import IPNTestSupport
 import Testing
 
-@Suite("Order events: written with their change, read in seq order")
+@Suite("Order events: written with their change, read in seq order", .heavy)
 struct EventTests {
     @Test("each applied transition and each newly raised flag writes exactly one event; the other verdicts none",
           arguments: Backend.allCases)

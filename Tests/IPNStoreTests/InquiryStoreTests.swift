@@ -6,7 +6,7 @@ import Testing
 
 /// Reconciliation's store side (product.md section 12), on every backend: the schedule a change
 /// gives an order, claims as leases, inquiries recorded through the one write path.
-@Suite("Inquiries: the schedule, claims and the one write path")
+@Suite("Inquiries: the schedule, claims and the one write path", .heavy)
 struct InquiryStoreTests {
     static let scope = Scope(provider: "test", account: "default")
     /// 1 h, 2 h, then every hour; give up after 10 h. Every claim is made as if hours had passed, so

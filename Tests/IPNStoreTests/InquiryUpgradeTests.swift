@@ -9,7 +9,7 @@ import Testing
 
 /// A PostgreSQL store written by the ipnd before reconciliation (migrations p1 to p3) upgrades in
 /// place: its orders still waiting are due at once, its settled ones never.
-@Suite("A PostgreSQL store from before reconciliation upgrades in place", .enabled(if: PostgresTestServer.fromEnvironment() != nil))
+@Suite("A PostgreSQL store from before reconciliation upgrades in place", .enabled(if: PostgresTestServer.fromEnvironment() != nil), .heavy)
 struct InquiryUpgradeTests {
     @Test("p4 schedules the orders still waiting, due at once; settled ones stay unscheduled; the new store asks about them")
     func upgrade() async throws {

@@ -6,7 +6,7 @@ import Testing
 
 /// The planner's statistics keep up with a database that fills quickly: without them a batch's
 /// lookup by order reference read every order of the account (TableStatistics).
-@Suite("PostgreSQL: the planner's statistics follow a filling database")
+@Suite("PostgreSQL: the planner's statistics follow a filling database", .heavy)
 struct PostgresStatisticsTests {
     @Test("a node that has recorded 1,000 notifications has analyzed the tables its batches read itself, not waiting for autovacuum",
           .enabled(if: Backend.allCases.contains(.postgres)))

@@ -13,7 +13,7 @@ private func received(
                     headers: #"[["content-type","application/json"]]"#, body: Array(body.utf8), reverifiedFrom: reverifiedFrom)
 }
 
-@Suite("Recovery at the store: planning without writing, the stored rejected requests (issue 33)")
+@Suite("Recovery at the store: planning without writing, the stored rejected requests (issue 33)", .heavy)
 struct RecoveryStoreTests {
     @Test("plan decides as record would and writes nothing: the same verdict, no row, no event", arguments: Backend.allCases)
     func planWritesNothing(backend: Backend) async throws {
@@ -108,7 +108,7 @@ struct RecoveryStoreTests {
     }
 }
 
-@Suite("Retention at the store: old rejected rows and delivered events go, nothing authentic (issue 33)")
+@Suite("Retention at the store: old rejected rows and delivered events go, nothing authentic (issue 33)", .heavy)
 struct RetentionStoreTests {
     @Test("rejected notifications older than the cutoff are removed, oldest first, in batches; no other verdict ever",
           arguments: Backend.allCases)

@@ -8,7 +8,6 @@ struct StoredOrderTests {
     func jsonTextMatchesTheRecord() {
         let texts = ["O-1", "", "q\"uote\\back", "tab\tnew\nline\u{01}", "ünï \u{1F600}", "</script>"]
         let amounts: [Money?] = [nil, Money(minor: 1004, currency: "INR"), Money(minor: -5, currency: "JPY"), Money(minor: Int64.max, currency: "KWD")]
-        var checked = 0
         for (index, text) in texts.enumerated() {
             for (amountIndex, amount) in amounts.enumerated() {
                 let order = StoredOrder(
@@ -18,9 +17,7 @@ struct StoredOrderTests {
                     flags: Array(["amount_mismatch", text, "unsettled"].prefix(amountIndex)), providerTxnID: index % 2 == 0 ? nil : text,
                     createdAt: "2026-11-28T05:52:59.512Z", updatedAt: text)
                 #expect(order.jsonText == order.json.text, "\(order)")
-                checked += 1
             }
         }
-        #expect(checked == texts.count * amounts.count)
     }
 }

@@ -9,7 +9,7 @@ let commitPaths = [1, 256]
 
 /// The one write path's rules, on every backend and both commit paths: dedup, the state
 /// machine, refunds, links, expectations.
-@Suite("The one write path, on every store and both commit paths")
+@Suite("The one write path, on every store and both commit paths", .heavy)
 struct WritePathTests {
     @Test("ten concurrent deliveries of one notification: one applied, nine duplicates, one transition", arguments: Backend.allCases, commitPaths)
     func concurrentDuplicates(backend: Backend, maxBatch: Int) async throws {

@@ -39,16 +39,26 @@ public struct HeavyTestTrait: TestTrait, SuiteTrait, TestScoping {
     public var isRecursive: Bool { true }
 
     /// Each test case is gated, never a suite or a test as a whole (which would hold a place
-    /// while its cases wait for one).
+    /// while its cases wait for one); a test of a heavy suite marked heavier itself takes its
+    /// own weight, not the suite's.
     public func scopeProvider(for test: Test, testCase: Test.Case?) -> Self? {
-        testCase == nil ? nil : self
+        guard testCase != nil else { return nil }
+        let heavier = test.traits.contains { ($0 as? HeavyTestTrait).map { $0.weight.places > weight.places } ?? false }
+        return heavier ? nil : self
     }
 
     public func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
         let places = weight.places
+        // A test of a heavy suite that is marked as heavy itself: one gate, not two (taking
+        // places twice could wait for itself).
+        if let held = HeavyTestGate.held {
+            precondition(held >= places, "\(test.name): gated twice, the heavier inside the lighter")
+            try await function()
+            return
+        }
         await HeavyTestGate.shared.acquire(places)
         do {
-            try await function()
+            try await HeavyTestGate.$held.withValue(places) { try await function() }
         } catch {
             HeavyTestGate.shared.release(places)
             throw error
@@ -67,6 +77,9 @@ extension Trait where Self == HeavyTestTrait {
 
 /// The places heavy tests share: a counting semaphore, first come first served.
 final class HeavyTestGate: @unchecked Sendable {
+    /// The places the current test holds.
+    @TaskLocal static var held: Int?
+
     static let shared = HeavyTestGate(
         width: ProcessInfo.processInfo.environment["IPND_TEST_HEAVY_WIDTH"].flatMap(Int.init).map { max(1, $0) } ?? 4)
 

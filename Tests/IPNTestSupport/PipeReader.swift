@@ -19,6 +19,11 @@ public final class PipeReader: @unchecked Sendable {
         }
     }
 
+    /// What has come through the pipe so far, while it is still open.
+    public var textSoFar: String {
+        lock.withLock { String(decoding: data, as: UTF8.self) }
+    }
+
     /// What came through the pipe, once it ended, or after `seconds` if a process the child
     /// started outlives it holding the pipe's other end: the caller then goes on with what was
     /// written rather than wait for that process to exit (blocking: call it on a thread of its

@@ -5,8 +5,9 @@ import Foundation
 ///
 /// `make test` starts one shared server for the whole run and exports its `IPND_TEST_PG_*`
 /// variables: `fromEnvironment()` finds it. Every test takes a database of its own there
-/// (`createDatabase()`). A test that crashes or restarts the server starts a private one
-/// (`startPrivate()`), since a restart drops every connection, other tests' included.
+/// (`createDatabase()`). A test that restarts the server (`restartImmediate()`) runs alone among
+/// the heavy tests (`.heavy(.whole)`), since a restart drops every connection to it: there is one
+/// server per run, never one per test.
 ///
 /// The methods block the calling thread until `psql` or the script ends (tens of milliseconds;
 /// seconds for a start or a restart): from async tests, run them on a thread of their own.
@@ -28,8 +29,6 @@ public struct PostgresTestServer: Sendable {
     /// The CA that signed the server's TLS certificate (for `localhost` and `127.0.0.1`),
     /// when it listens on TCP.
     public let caFile: String?
-    /// Whether this process started the server (`startPrivate()`), and `stop()` stops it.
-    public let isPrivate: Bool
 
     /// The server `make test` started, from `IPND_TEST_PG_SOCKET_DIR`, `IPND_TEST_PG_PORT`,
     /// `IPND_TEST_PG_USER`, `IPND_TEST_PG_DATABASE`, `IPND_TEST_PG_BIN` and `IPND_TEST_PG_DATA`
@@ -47,58 +46,7 @@ public struct PostgresTestServer: Sendable {
             socketDirectory: socketDirectory, port: port, user: user, database: database,
             binDirectory: binDirectory, dataDirectory: dataDirectory,
             tcpHost: environment["IPND_TEST_PG_HOST"].flatMap { $0.isEmpty ? nil : $0 },
-            caFile: environment["IPND_TEST_PG_CA_FILE"].flatMap { $0.isEmpty ? nil : $0 },
-            isPrivate: false)
-    }
-
-    /// Starts a server of this test's own in a fresh `/tmp/ipndpg.XXXXXX` (short: it holds the
-    /// socket), through `scripts/pg-test-server.sh start`; with `tcp`, also on 127.0.0.1 with
-    /// TLS. Call `stop()` when done (in a `defer`).
-    public static func startPrivate(tcp: Bool = false) throws(PostgresTestServerError) -> PostgresTestServer {
-        var template = Array("/tmp/ipndpg.XXXXXX".utf8CString)
-        let directory = template.withUnsafeMutableBufferPointer { buffer -> String? in
-            guard let base = buffer.baseAddress, mkdtemp(base) != nil else { return nil }
-            return String(cString: base)
-        }
-        guard let directory else {
-            throw .launchFailed(command: "mkdtemp /tmp/ipndpg.XXXXXX", reason: String(cString: strerror(errno)))
-        }
-        do throws(PostgresTestServerError) {
-            _ = try runScript(["start", directory] + (tcp ? ["--tcp"] : []), timeout: 180)
-            let lines = try runScript(["env", directory], timeout: 30)
-            var environment: [String: String] = [:]
-            for line in lines.split(separator: "\n") {
-                // `export NAME=VALUE`, as the script writes it; its values here are plain paths,
-                // numbers and names, which the shell prints unquoted.
-                guard line.hasPrefix("export "), let equals = line.firstIndex(of: "=") else { continue }
-                let name = String(line[line.index(line.startIndex, offsetBy: 7)..<equals])
-                let value = String(line[line.index(after: equals)...])
-                guard !value.contains("'"), !value.contains("\\") else {
-                    throw PostgresTestServerError.unexpectedOutput(command: "pg-test-server.sh env \(directory)", output: lines)
-                }
-                environment[name] = value
-            }
-            guard let server = fromEnvironment(environment) else {
-                throw PostgresTestServerError.unexpectedOutput(command: "pg-test-server.sh env \(directory)", output: lines)
-            }
-            return PostgresTestServer(
-                socketDirectory: server.socketDirectory, port: server.port, user: server.user,
-                database: server.database, binDirectory: server.binDirectory,
-                dataDirectory: server.dataDirectory, tcpHost: server.tcpHost, caFile: server.caFile,
-                isPrivate: true)
-        } catch {
-            _ = try? runScript(["stop", directory], timeout: 120)
-            try? FileManager.default.removeItem(atPath: directory)
-            throw error
-        }
-    }
-
-    /// Stops a server that `startPrivate()` started and removes its directory. The shared
-    /// server is `make test`'s to stop: on it, this does nothing.
-    public func stop() throws(PostgresTestServerError) {
-        guard isPrivate else { return }
-        _ = try Self.runScript(["stop", socketDirectory], timeout: 120)
-        try? FileManager.default.removeItem(atPath: socketDirectory)
+            caFile: environment["IPND_TEST_PG_CA_FILE"].flatMap { $0.isEmpty ? nil : $0 })
     }
 
     /// Creates a fresh, empty database with a unique name and returns that name.
@@ -141,7 +89,7 @@ public struct PostgresTestServer: Sendable {
     /// committed work replayed from the WAL on start) through `scripts/pg-test-server.sh
     /// restart-immediate`, which runs it as the server's owner (postgres when the tests run as
     /// root) and returns once the server accepts connections again. Every open connection is
-    /// lost: on the shared server that includes other tests', so restart a private one.
+    /// lost, other tests' included: only a test that runs alone (`.heavy(.whole)`) restarts it.
     public func restartImmediate() throws(PostgresTestServerError) {
         guard dataDirectory == socketDirectory + "/data" else {
             throw .launchFailed(command: "pg-test-server.sh restart-immediate \(socketDirectory)",
