@@ -6,7 +6,7 @@ CONFIG ?= config/ipnd.dev.yaml
 # drive the tests' independent clients and the crash test.
 SYSTEM_PACKAGES := libssl-dev libsqlite3-dev pkg-config sqlite3 python3 openssl
 
-.PHONY: all deps build release deb run test pg-start pg-stop check-config bench bench-console profile clean fuzz fuzz-replay crash-test test-sanitizers
+.PHONY: all deps build release deb run test pg-start pg-stop check-config bench bench-console profile clean fuzz fuzz-replay crash-test test-sanitizers test-alert-rules
 
 all: build
 
@@ -70,11 +70,18 @@ test: deps
 	@scripts/install-python-packages.sh
 	chmod 600 config/ipnd.dev.yaml
 	python3 tools/provider_double_selftest.py
+	scripts/test-alert-rules.sh
 	$(SWIFT) build --build-tests
 	scripts/test-deb.sh
 	rm -rf "$(IPND_TEST_ARTIFACTS)/console"
 	IPND_TEST_ARTIFACTS="$(IPND_TEST_ARTIFACTS)" SWIFT=$(SWIFT) \
 		scripts/pg-test-server.sh run scripts/with-tmpdir.sh scripts/swift-test.sh --skip-build
+
+# The alerting rules (deploy/prometheus/ipnd.rules.yml): `promtool check rules`, then `promtool
+# test rules` on their tests. promtool is Debian's prometheus package; the script installs it when
+# missing and leaves no Prometheus server running. make test runs it before the suite.
+test-alert-rules:
+	scripts/test-alert-rules.sh
 
 # The same server for a developer's own `swift test --filter ...` or editor: start it, load its
 # variables into the shell, run tests as often as wanted, stop it:
