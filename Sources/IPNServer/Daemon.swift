@@ -162,6 +162,7 @@ public final class Daemon: Sendable {
             _ = try? await store.close()
             throw error
         }
+        metrics.register(accounts: config.accountKeys)
         let deliveryMetrics = DeliveryMetrics(factory: metricsRegistry.factory)
         for target in config.deliveries { deliveryMetrics.register(target: target.name) }
         let deliveries = try DeliveryService(
@@ -202,7 +203,9 @@ public final class Daemon: Sendable {
             store: store, asking: reconciler, config: live, credentials: opsCredentials, logger: logger, visibleText: VisibleText.escaping)
         let opsRouter = Routes.opsRouter(
             api: OpsAPI(config: live, store: store, asking: reconciler, logger: logger), health: health,
-            metrics: MetricsEndpoint(registry: metricsRegistry, store: store, inquiryScopes: { reconciler.scopes }), console: console,
+            metrics: MetricsEndpoint(
+                registry: metricsRegistry, store: store, inquiryScopes: { reconciler.scopes }, ready: { await health.storeAcceptsWrites() }),
+            console: console,
             credentials: opsCredentials, logger: logger)
         let opsApp = Application(
             router: opsRouter,

@@ -65,13 +65,16 @@ struct MetricsEndpoint: Sendable {
     let store: any StoreReading
     /// The accounts reconciliation asks about now.
     var inquiryScopes: @Sendable () -> [Scope] = { [] }
+    /// Whether the store accepts a durable write now (`ipnd_ready`); nil leaves it out.
+    var ready: (@Sendable () async -> Bool)?
 
     func register(on router: Router<IPNRequestContext>) {
         router.getAndHead("/metrics") { _, _ in
             var headers = HTTPFields()
             headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
             return Response(status: .ok, headers: headers,
-                            body: ResponseBody(byteBuffer: ByteBuffer(string: await registry.scrape(store: store, inquiryScopes: inquiryScopes()))))
+                            body: ResponseBody(byteBuffer: ByteBuffer(string: await registry.scrape(
+                                store: store, inquiryScopes: inquiryScopes(), ready: await ready?()))))
         }
     }
 }
@@ -87,12 +90,17 @@ struct HealthEndpoints: Sendable {
     }
 
     func readiness() async -> Response {
+        await storeAcceptsWrites() ? .plain(200, "ready\n") : .plain(503, "store not writable\n")
+    }
+
+    /// Whether the store commits a heartbeat write now; logged when it does not.
+    func storeAcceptsWrites() async -> Bool {
         do {
             try await store.heartbeat()
-            return .plain(200, "ready\n")
+            return true
         } catch {
             logger.warning("not ready: store does not accept writes", metadata: ["error": "\(error)"])
-            return .plain(503, "store not writable\n")
+            return false
         }
     }
 }
