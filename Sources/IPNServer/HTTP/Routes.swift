@@ -65,8 +65,8 @@ struct MetricsEndpoint: Sendable {
     let store: any StoreReading
     /// The accounts reconciliation asks about now.
     var inquiryScopes: @Sendable () -> [Scope] = { [] }
-    /// Whether the store accepts a durable write now (`ipnd_ready`); nil leaves it out.
-    var ready: (@Sendable () async -> Bool)?
+    /// Whether the store accepts a durable write now (`ipnd_ready`), asked at each scrape.
+    let ready: @Sendable () async -> Bool
 
     func register(on router: Router<IPNRequestContext>) {
         router.getAndHead("/metrics") { _, _ in
@@ -74,7 +74,7 @@ struct MetricsEndpoint: Sendable {
             headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
             return Response(status: .ok, headers: headers,
                             body: ResponseBody(byteBuffer: ByteBuffer(string: await registry.scrape(
-                                store: store, inquiryScopes: inquiryScopes(), ready: await ready?()))))
+                                store: store, inquiryScopes: inquiryScopes(), ready: await ready()))))
         }
     }
 }

@@ -20,8 +20,9 @@ final class MetricsRegistry: Sendable {
     /// `ipnd_delivery_backlog`, `ipnd_delivery_oldest_pending_seconds` and
     /// `ipnd_delivery_target_paused` per target, read from the store at each scrape.
     private let deliveryGaugesByTarget = Locked<[String: DeliveryGauges]>([:])
-    /// `ipnd_ready`: whether the store took the heartbeat write of the latest scrape.
-    private let ready: CoreMetrics.Gauge
+    /// `ipnd_ready`: whether the store took the heartbeat write of the latest scrape; made by
+    /// the first scrape that was given readiness (never 0 for "not asked").
+    private let ready = Locked<CoreMetrics.Gauge?>(nil)
 
     private struct DeliveryGauges {
         let backlog: CoreMetrics.Gauge
@@ -61,7 +62,6 @@ final class MetricsRegistry: Sendable {
         ordersByState = gauges
         awaitingInquiry = CoreMetrics.Gauge(label: "ipnd_orders_awaiting_inquiry", factory: factory)
         unsettled = CoreMetrics.Gauge(label: "ipnd_orders_unsettled", factory: factory)
-        ready = CoreMetrics.Gauge(label: "ipnd_ready", factory: factory)
         CoreMetrics.Gauge(label: "ipnd_build_info", dimensions: [("version", BuildInfo.version)], factory: factory).record(1)
     }
 
@@ -71,10 +71,18 @@ final class MetricsRegistry: Sendable {
     /// - Parameters:
     ///   - inquiryScopes: the accounts reconciliation asks about (their due orders are the ones
     ///     awaiting an inquiry).
-    ///   - ready: whether the store accepts a durable write now, as `/readyz` answers; `ipnd_ready`
-    ///     keeps its value when nil.
+    ///   - ready: whether the store accepts a durable write now, as `/readyz` answers; nil leaves
+    ///     `ipnd_ready` as it was (absent until a scrape gives it).
     func scrape(store: any StoreReading, inquiryScopes: [Scope] = [], ready: Bool? = nil) async -> String {
-        if let ready { self.ready.record(ready ? 1 : 0) }
+        if let ready {
+            let gauge = self.ready.withLock { gauge in
+                if let gauge { return gauge }
+                let made = CoreMetrics.Gauge(label: "ipnd_ready", factory: factory)
+                gauge = made
+                return made
+            }
+            gauge.record(ready ? 1 : 0)
+        }
         let now = Timestamp.format(epochMilliseconds: Int64(Date().timeIntervalSince1970 * 1000))
         if let backlog = try? await store.inquiryBacklog(scopes: inquiryScopes, now: now) {
             awaitingInquiry.record(Double(backlog.awaiting))
