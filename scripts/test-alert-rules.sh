@@ -4,19 +4,22 @@
 # and make test-alert-rules.
 #
 # promtool comes with Debian's prometheus package, installed here when missing, as the other
-# test packages are (scripts/install-system-packages.sh). It is a test tool only: installing the
-# package on a machine that runs systemd enables and starts a Prometheus server, so when this
-# script is what installed it, it stops and disables that server again; nothing is left running.
+# test packages are (scripts/install-system-packages.sh). It is a test tool only: the package
+# enables its Prometheus server and, on a machine that runs systemd, starts it; when this script
+# is what installed it, it disables the server again (and stops it): nothing is left running,
+# nor set to start at the next boot.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if ! command -v promtool >/dev/null; then
     scripts/install-system-packages.sh prometheus
-    if [ -d /run/systemd/system ] && systemctl is-enabled --quiet prometheus.service 2>/dev/null; then
+    if command -v systemctl >/dev/null && systemctl is-enabled --quiet prometheus.service 2>/dev/null; then
         sudo=()
         [ "$(id -u)" -eq 0 ] || sudo=(sudo)
-        "${sudo[@]}" systemctl disable --now prometheus.service >&2
-        echo "test-alert-rules: stopped and disabled the Prometheus server the prometheus package started (promtool is all the tests use)" >&2
+        now=()
+        [ -d /run/systemd/system ] && now=(--now)   # systemd runs: stop it too
+        "${sudo[@]}" systemctl disable "${now[@]}" --quiet prometheus.service >&2
+        echo "test-alert-rules: disabled the Prometheus server the prometheus package enables (promtool is all the tests use)" >&2
     fi
 fi
 
