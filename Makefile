@@ -6,7 +6,7 @@ CONFIG ?= config/ipnd.dev.yaml
 # drive the tests' independent clients and the crash test.
 SYSTEM_PACKAGES := libssl-dev libsqlite3-dev pkg-config sqlite3 python3 openssl
 
-.PHONY: all deps build release deb run test test-stress pg-start pg-stop check-config bench bench-console profile clean fuzz fuzz-replay crash-test test-sanitizers
+.PHONY: all deps build release deb run test test-stress test-alert-rules pg-start pg-stop check-config bench bench-console profile clean fuzz fuzz-replay crash-test test-sanitizers
 
 all: build
 
@@ -70,6 +70,7 @@ test: deps
 	@scripts/install-python-packages.sh
 	chmod 600 config/ipnd.dev.yaml
 	python3 tools/provider_double_selftest.py
+	scripts/test-alert-rules.sh
 	$(SWIFT) build --build-tests
 	scripts/test-deb.sh
 	rm -rf "$(IPND_TEST_ARTIFACTS)/console"
@@ -82,6 +83,12 @@ test: deps
 BUSY ?= 2
 test-stress:
 	scripts/with-busy-cpus.sh $(BUSY) $(MAKE) test
+
+# The alerting rules (deploy/prometheus/ipnd.rules.yml): `promtool check rules`, then `promtool
+# test rules` on their tests. promtool is Debian's prometheus package; the script installs it when
+# missing and leaves no Prometheus server running. make test runs it before the suite.
+test-alert-rules:
+	scripts/test-alert-rules.sh
 
 # The same server for a developer's own `swift test --filter ...` or editor: start it, load its
 # variables into the shell, run tests as often as wanted, stop it:

@@ -56,7 +56,8 @@ printf 'Source: ipnd\n\nPackage: ipnd\nArchitecture: any\n' > "$work/debian/cont
 
 install -d -m 0755 "$root/DEBIAN" "$root/usr/bin" "$root/lib/systemd/system" "$root/etc/ipnd" \
     "$root/usr/share/man/man1" "$root/usr/share/bash-completion/completions" "$root/usr/share/zsh/vendor-completions" \
-    "$root/usr/share/fish/vendor_completions.d" "$root/usr/share/doc/ipnd/examples" "$root/usr/share/lintian/overrides"
+    "$root/usr/share/fish/vendor_completions.d" "$root/usr/share/doc/ipnd/examples" "$root/usr/share/lintian/overrides" \
+    "$root/usr/share/ipnd/prometheus" "$root/usr/share/ipnd/grafana" "$root/usr/share/ipnd/docs"
 install -d -m 0700 "$root/etc/ipnd/credentials"
 
 # The binary, stripped as dh_strip strips an executable.
@@ -106,6 +107,13 @@ done
         "$version" "$built_from" "$maintainer" "$(date -u -R -d "@$SOURCE_DATE_EPOCH")"
 } | gzip -9n > "$root/usr/share/doc/ipnd/changelog.gz"
 scripts/deb-copyright.sh > "$root/usr/share/doc/ipnd/copyright"
+# Monitoring (deploy/README.md, "Alerts and dashboard"): the Prometheus rules, the Grafana
+# dashboard and the alerts' runbook, laid out as in the repository, so the rules' runbook_url
+# (docs/alerts.md#...) resolves against /usr/share/ipnd as against a checkout. Not under
+# /usr/share/doc: images that leave out documentation (dpkg path-exclude) would lose the runbook.
+install -m 0644 deploy/prometheus/ipnd.rules.yml "$root/usr/share/ipnd/prometheus/ipnd.rules.yml"
+install -m 0644 deploy/grafana/ipnd.json "$root/usr/share/ipnd/grafana/ipnd.json"
+install -m 0644 docs/alerts.md "$root/usr/share/ipnd/docs/alerts.md"
 install -m 0644 deploy/deb/lintian-overrides "$root/usr/share/lintian/overrides/ipnd"
 
 # Maintainer scripts, the control file with Depends computed from what the binary links.

@@ -62,7 +62,8 @@ for entry in "-rwxr-xr-x ./usr/bin/ipnd" "-rw-r--r-- ./lib/systemd/system/ipnd.s
     "-rw-r--r-- ./etc/ipnd/ipnd.yaml" "drwx------ ./etc/ipnd/credentials/" "-rw-r--r-- ./usr/share/man/man1/ipnd.1.gz" \
     "-rw-r--r-- ./usr/share/bash-completion/completions/ipnd" "-rw-r--r-- ./usr/share/zsh/vendor-completions/_ipnd" \
     "-rw-r--r-- ./usr/share/fish/vendor_completions.d/ipnd.fish" "-rw-r--r-- ./usr/share/doc/ipnd/copyright" \
-    "-rw-r--r-- ./usr/share/doc/ipnd/changelog.gz"; do
+    "-rw-r--r-- ./usr/share/doc/ipnd/changelog.gz" "-rw-r--r-- ./usr/share/ipnd/prometheus/ipnd.rules.yml" \
+    "-rw-r--r-- ./usr/share/ipnd/grafana/ipnd.json" "-rw-r--r-- ./usr/share/ipnd/docs/alerts.md"; do
     mode=${entry%% *}
     path=${entry#* }
     check "dpkg-deb --contents: $path, $mode root:root" contains "$contents" "$mode root/root $path"
@@ -72,6 +73,11 @@ check "no store in the package (systemd makes /var/lib/ipnd)" lacks "$contents" 
 extracted=$work/extracted
 dpkg-deb -x "$package" "$extracted"
 check "the config is deploy/ipnd.yaml, the commented template with no secret" cmp deploy/ipnd.yaml "$extracted/etc/ipnd/ipnd.yaml"
+for file in prometheus/ipnd.rules.yml grafana/ipnd.json; do
+    check "/usr/share/ipnd/$file is deploy/$file" cmp "deploy/$file" "$extracted/usr/share/ipnd/$file"
+done
+check "/usr/share/ipnd/docs/alerts.md is docs/alerts.md, where the rules' runbook_url (docs/alerts.md#...) points" \
+    cmp docs/alerts.md "$extracted/usr/share/ipnd/docs/alerts.md"
 # Every directive but the binary's path and the documentation link is deploy/'s.
 directives() { grep -E '^[A-Za-z]' "$1" | grep -v '^Documentation=' | sed -e 's|/usr/local/bin/ipnd|IPND|g' -e 's|/usr/bin/ipnd|IPND|g'; }
 for unit in ipnd.service ipnd-backup.service ipnd-backup.timer; do

@@ -50,6 +50,8 @@ extension Daemon {
             }
         }
         live.replace(config)
+        metrics.register(accounts: config.accountKeys)
+        metrics.configReloaded()
         // The API's bearer check and the console's sign-in share these; a console session made
         // with a token that is no longer listed ends at its next request.
         opsCredentials.replace(digests: config.ops.tokenDigests)
@@ -91,5 +93,12 @@ extension Daemon {
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
         return UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
+    }
+}
+
+extension IPNDConfig {
+    /// The configured accounts, as `ipnd_account_notifications_total` has a series for each.
+    var accountKeys: [ServerMetrics.AccountKey] {
+        accountNames.map { ServerMetrics.AccountKey(provider: $0.provider, account: $0.account) }
     }
 }

@@ -170,6 +170,7 @@ public final class Daemon: Sendable {
             _ = try? await store.close()
             throw error
         }
+        metrics.register(accounts: config.accountKeys)
         let deliveryMetrics = DeliveryMetrics(factory: metricsRegistry.factory)
         for target in config.deliveries { deliveryMetrics.register(target: target.name) }
         let deliveries = try DeliveryService(
@@ -211,7 +212,9 @@ public final class Daemon: Sendable {
             clock: timing.clock)
         let opsRouter = Routes.opsRouter(
             api: OpsAPI(config: live, store: store, asking: reconciler, logger: logger, clock: timing.clock), health: health,
-            metrics: MetricsEndpoint(registry: metricsRegistry, store: store, inquiryScopes: { reconciler.scopes }, clock: timing.clock),
+            metrics: MetricsEndpoint(
+                registry: metricsRegistry, store: store, inquiryScopes: { reconciler.scopes }, ready: { await health.storeAcceptsWrites() },
+                clock: timing.clock),
             console: console,
             credentials: opsCredentials, logger: logger)
         let opsApp = Application(

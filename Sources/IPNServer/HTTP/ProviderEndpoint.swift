@@ -75,6 +75,7 @@ struct ProviderEndpoint: Sendable {
         if case .rejected(_, let rejection) = classified.entry, !classified.exemptFromBudget,
            !admitToStore(client: clientIP) {
             metrics.rejectedUnstored(provider: providerName, reason: rejection.reason, latency: ContinuousClock.now - started)
+            countRejected(rejection.reason, provider: providerName, account: accountName)
             return Response(classified.answer)
         }
         let outcome: RecordOutcome
@@ -85,6 +86,11 @@ struct ProviderEndpoint: Sendable {
         }
         let latency = ContinuousClock.now - started
         metrics.notification(provider: providerName, verdict: outcome.verdict, latency: latency)
+        switch classified.entry {
+        case .verified: metrics.accountNotification(provider: providerName, account: accountName)
+        case .rejected(_, let rejection):
+            countRejected(rejection.reason, provider: providerName, account: accountName)
+        }
         tally.count(outcome.verdict)
         let answered = body.endedEarly != nil && !context.channel.isActive ? nil : classified.answer.status
         log(outcome, of: classified.entry, received, status: answered, latency: latency)
@@ -170,6 +176,13 @@ struct ProviderEndpoint: Sendable {
         } catch {
             return Classification(entry: .rejected(received, error), answer: providerType.answer(for: error), exemptFromBudget: allowed == true)
         }
+    }
+
+    /// Counts a rejected request in `ipnd_rejected_total`, under its account when this
+    /// request's config has it (a name a sender made up is not a series).
+    private func countRejected(_ reason: RejectReason, provider: String, account name: String) {
+        let configured = config.account(provider: provider, name: name) != nil
+        metrics.rejected(provider: provider, account: configured ? name : nil, reason: reason)
     }
 
     /// Counts a rejected request against its client's budget; logs the clients that went past it

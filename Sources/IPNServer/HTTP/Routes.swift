@@ -65,6 +65,8 @@ struct MetricsEndpoint: Sendable {
     let store: any StoreReading
     /// The accounts reconciliation asks about now.
     var inquiryScopes: @Sendable () -> [Scope] = { [] }
+    /// Whether the store accepts a durable write now (`ipnd_ready`), asked at each scrape.
+    let ready: @Sendable () async -> Bool
     /// The time of day due inquiries and the oldest pending delivery's age are read on.
     var clock: WallClock = .system
 
@@ -73,7 +75,8 @@ struct MetricsEndpoint: Sendable {
             var headers = HTTPFields()
             headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
             return Response(status: .ok, headers: headers,
-                            body: ResponseBody(byteBuffer: ByteBuffer(string: await registry.scrape(store: store, inquiryScopes: inquiryScopes(), clock: clock))))
+                            body: ResponseBody(byteBuffer: ByteBuffer(string: await registry.scrape(
+                                store: store, inquiryScopes: inquiryScopes(), ready: await ready(), clock: clock))))
         }
     }
 }
@@ -89,12 +92,17 @@ struct HealthEndpoints: Sendable {
     }
 
     func readiness() async -> Response {
+        await storeAcceptsWrites() ? .plain(200, "ready\n") : .plain(503, "store not writable\n")
+    }
+
+    /// Whether the store commits a heartbeat write now; logged when it does not.
+    func storeAcceptsWrites() async -> Bool {
         do {
             try await store.heartbeat()
-            return .plain(200, "ready\n")
+            return true
         } catch {
             logger.warning("not ready: store does not accept writes", metadata: ["error": "\(error)"])
-            return .plain(503, "store not writable\n")
+            return false
         }
     }
 }

@@ -15,6 +15,10 @@ enum MetricHelp {
             "Notifications received, each counted once by the verdict it got on arrival, by provider and verdict.",
         "ipnd_notifications_linked_total":
             "Notifications that arrived unlinked and were applied when their payment arrived, by provider and the verdict they ended with.",
+        "ipnd_account_notifications_total":
+            "Authentic notifications recorded (any verdict but rejected), by provider and configured account; every configured account has a series from the start.",
+        "ipnd_rejected_total":
+            "Rejected requests, stored or not, by provider, account (empty when the request names no configured account) and rejection reason.",
         "ipnd_rejected_unstored_total":
             "Rejected requests answered but not stored, their client address being past its budget, by provider and rejection reason.",
         // Provider-facing HTTP
@@ -35,6 +39,8 @@ enum MetricHelp {
             "Event deliveries to the merchant's application by target and outcome: delivered (2xx), retried (tried again later) or failed (no longer retried).",
         "ipnd_delivery_backlog": "Events still to be delivered, by target.",
         "ipnd_delivery_oldest_pending_seconds": "Age of the oldest event still to be delivered, by target, in seconds.",
+        "ipnd_delivery_target_paused":
+            "Whether the target is paused (it answered 410; `ipnd deliveries resume` resumes it), by target: 1 paused, 0 not.",
         "ipnd_delivery_duration_seconds": "Delivery requests from sending to answer, by target, in seconds.",
         // Reconciliation: asking providers about orders that went quiet
         "ipnd_inquiries_total":
@@ -53,6 +59,9 @@ enum MetricHelp {
         "ipnd_accept_failures_total":
             "Connections a listener failed to accept (out of file descriptors or kernel memory), by listener; it tries again a second later.",
         "ipnd_config_reload_failures_total": "Config reloads (SIGHUP) refused because the new config failed validation; the running one was kept.",
+        "ipnd_config_last_reload_successful":
+            "Whether the last config reload (SIGHUP) was put in force: 1 (also before any reload), 0 when it was refused and the running config was kept.",
+        "ipnd_ready": "Whether the store took a durable write (the heartbeat /readyz writes) at this scrape: 1 ready, 0 not.",
         "ipnd_build_info": "The running ipnd build, by version; always 1.",
     ]
 

@@ -17,9 +17,18 @@ final class MetricsRegistry: Sendable {
     let factory: PrometheusMetricsFactory
     let server: ServerMetrics
     private let ordersByState: [OrderState: CoreMetrics.Gauge]
-    /// `ipnd_delivery_backlog` and `ipnd_delivery_oldest_pending_seconds` per target, read from
-    /// the store at each scrape.
-    private let deliveryGaugesByTarget = Locked<[String: (backlog: CoreMetrics.Gauge, oldest: CoreMetrics.Gauge)]>([:])
+    /// `ipnd_delivery_backlog`, `ipnd_delivery_oldest_pending_seconds` and
+    /// `ipnd_delivery_target_paused` per target, read from the store at each scrape.
+    private let deliveryGaugesByTarget = Locked<[String: DeliveryGauges]>([:])
+    /// `ipnd_ready`: whether the store took the heartbeat write of the latest scrape; made by
+    /// the first scrape that was given readiness (never 0 for "not asked").
+    private let ready = Locked<CoreMetrics.Gauge?>(nil)
+
+    private struct DeliveryGauges {
+        let backlog: CoreMetrics.Gauge
+        let oldest: CoreMetrics.Gauge
+        let paused: CoreMetrics.Gauge
+    }
     /// `ipnd_orders_awaiting_inquiry` and `ipnd_orders_unsettled`, read from the store at each scrape.
     private let awaitingInquiry: CoreMetrics.Gauge
     private let unsettled: CoreMetrics.Gauge
@@ -59,9 +68,22 @@ final class MetricsRegistry: Sendable {
     /// The Prometheus text exposition, with order counts read from `store` now: every family
     /// with HELP and TYPE, families sorted by name and series by labels, the same from scrape
     /// to scrape. When the store cannot be read, the order gauges keep their last values.
-    /// - Parameter inquiryScopes: the accounts reconciliation asks about (their due orders are
-    ///   the ones awaiting an inquiry).
-    func scrape(store: any StoreReading, inquiryScopes: [Scope] = [], clock: WallClock = .system) async -> String {
+    /// - Parameters:
+    ///   - inquiryScopes: the accounts reconciliation asks about (their due orders are the ones
+    ///     awaiting an inquiry).
+    ///   - ready: whether the store accepts a durable write now, as `/readyz` answers; nil leaves
+    ///     `ipnd_ready` as it was (absent until a scrape gives it).
+    ///   - clock: the time of day due inquiries and the oldest pending delivery's age are read on.
+    func scrape(store: any StoreReading, inquiryScopes: [Scope] = [], ready: Bool? = nil, clock: WallClock = .system) async -> String {
+        if let ready {
+            let gauge = self.ready.withLock { gauge in
+                if let gauge { return gauge }
+                let made = CoreMetrics.Gauge(label: "ipnd_ready", factory: factory)
+                gauge = made
+                return made
+            }
+            gauge.record(ready ? 1 : 0)
+        }
         let now = clock.text()
         if let backlog = try? await store.inquiryBacklog(scopes: inquiryScopes, now: now) {
             awaitingInquiry.record(Double(backlog.awaiting))
@@ -73,21 +95,23 @@ final class MetricsRegistry: Sendable {
         if let targets = try? await store.deliveryTargets() {
             let now = Double(clock.millis()) / 1000
             for target in targets {
-                let (backlog, oldest) = deliveryGauges(target.name)
-                backlog.record(Double(target.backlog))
+                let gauges = deliveryGauges(target.name)
+                gauges.backlog.record(Double(target.backlog))
                 let oldestAt = target.oldestPendingAt.flatMap(Timestamp.parse).map { Double($0) / 1000 }
-                oldest.record(oldestAt.map { max(0, now - $0) } ?? 0)
+                gauges.oldest.record(oldestAt.map { max(0, now - $0) } ?? 0)
+                gauges.paused.record(target.pausedAt == nil ? 0 : 1)
             }
         }
         return PrometheusExposition(parsing: registry.emitToString()).rendered(help: MetricHelp.text(for:))
     }
 
-    private func deliveryGauges(_ target: String) -> (backlog: CoreMetrics.Gauge, oldest: CoreMetrics.Gauge) {
+    private func deliveryGauges(_ target: String) -> DeliveryGauges {
         deliveryGaugesByTarget.withLock { gauges in
             if let existing = gauges[target] { return existing }
-            let made = (
+            let made = DeliveryGauges(
                 backlog: CoreMetrics.Gauge(label: "ipnd_delivery_backlog", dimensions: [("target", target)], factory: factory),
-                oldest: CoreMetrics.Gauge(label: "ipnd_delivery_oldest_pending_seconds", dimensions: [("target", target)], factory: factory)
+                oldest: CoreMetrics.Gauge(label: "ipnd_delivery_oldest_pending_seconds", dimensions: [("target", target)], factory: factory),
+                paused: CoreMetrics.Gauge(label: "ipnd_delivery_target_paused", dimensions: [("target", target)], factory: factory)
             )
             gauges[target] = made
             return made

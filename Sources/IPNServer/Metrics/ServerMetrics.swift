@@ -29,6 +29,9 @@ public struct ServerMetrics: Sendable {
     let checkpointFailures: Counter
     private let timeouts: Counter
     private let reloadFailures: Counter
+    /// `ipnd_config_last_reload_successful`: 1 from the start and after a reload put in force,
+    /// 0 after one was refused (the file on disk would not start a daemon either).
+    private let reloadSucceeded: Gauge
     /// `ipnd_accept_paused_total` and `ipnd_accept_failures_total` by listener (`server`, `ops`):
     /// there from the start, at 0.
     private let acceptCountersByListener: [String: AcceptCounters]
@@ -52,6 +55,24 @@ public struct ServerMetrics: Sendable {
 
     private struct UnstoredKey: Hashable {
         let provider: String
+        let reason: RejectReason
+    }
+
+    /// `ipnd_account_notifications_total` by configured account (`register(accounts:)` keeps
+    /// the set): there from the start at 0, so an account that never hears from its provider
+    /// has a series that stays flat, which is what an alert on silence needs.
+    private let accountNotifications = Locked<[AccountKey: Counter]>([:])
+    /// `ipnd_rejected_total` by provider, account and reason, made when first counted.
+    private let rejections = Locked<[RejectedKey: Counter]>([:])
+
+    /// A configured account, by provider and name.
+    struct AccountKey: Hashable, Sendable {
+        let provider: String
+        let account: String
+    }
+
+    private struct RejectedKey: Hashable {
+        let account: AccountKey
         let reason: RejectReason
     }
 
@@ -82,6 +103,8 @@ public struct ServerMetrics: Sendable {
         checkpointFailures = Counter(label: "ipnd_store_checkpoint_failures_total", factory: factory)
         timeouts = Counter(label: "ipnd_request_timeouts_total", factory: factory)
         reloadFailures = Counter(label: "ipnd_config_reload_failures_total", factory: factory)
+        reloadSucceeded = Gauge(label: "ipnd_config_last_reload_successful", factory: factory)
+        reloadSucceeded.record(1)
         acceptCountersByListener = Dictionary(uniqueKeysWithValues: Self.listeners.map { listener in
             (listener, AcceptCounters(listener: listener, factory: factory))
         })
@@ -103,7 +126,52 @@ public struct ServerMetrics: Sendable {
         acceptCountersByListener[listener] ?? AcceptCounters(listener: listener, factory: factory)
     }
 
-    func configReloadFailed() { reloadFailures.increment() }
+    func configReloadFailed() {
+        reloadFailures.increment()
+        reloadSucceeded.record(0)
+    }
+
+    /// A reload put the new config in force.
+    func configReloaded() { reloadSucceeded.record(1) }
+
+    /// Makes the series of `ipnd_account_notifications_total` the configured accounts have, at 0
+    /// for a new one, and removes those of accounts no longer configured (their silence is no
+    /// news). At the start and after each reload.
+    func register(accounts: [AccountKey]) {
+        let wanted = Set(accounts)
+        accountNotifications.withLock { counters in
+            for (key, counter) in counters where !wanted.contains(key) {
+                counter.destroy()
+                counters[key] = nil
+            }
+            for key in wanted where counters[key] == nil {
+                counters[key] = Counter(label: "ipnd_account_notifications_total",
+                                        dimensions: [("provider", key.provider), ("account", key.account)], factory: factory)
+            }
+        }
+    }
+
+    /// An authentic notification for a configured account, recorded (any verdict but `rejected`).
+    func accountNotification(provider: String, account: String) {
+        accountNotifications.withLock { $0[AccountKey(provider: provider, account: account)] }?.increment()
+    }
+
+    /// A rejected request, stored or not. `account` is the configured account it was posted to,
+    /// nil when it names none: the label is then empty, so names made up by a sender do not
+    /// become series.
+    func rejected(provider: String, account: String?, reason: RejectReason) {
+        guard providers[provider] != nil else { return }
+        let key = RejectedKey(account: AccountKey(provider: provider, account: account ?? ""), reason: reason)
+        let counter = rejections.withLock { counters in
+            if let counter = counters[key] { return counter }
+            let made = Counter(
+                label: "ipnd_rejected_total",
+                dimensions: [("provider", provider), ("account", key.account.account), ("reason", reason.rawValue)], factory: factory)
+            counters[key] = made
+            return made
+        }
+        counter.increment()
+    }
 
     func notification(provider: String, verdict: Verdict, latency duration: Duration) {
         guard let instruments = providers[provider] else { return }
