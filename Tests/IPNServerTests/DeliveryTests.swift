@@ -249,7 +249,7 @@ struct ExampleReceiverTests {
     }
 }
 
-/// The fields of a delivery object, written out from product.md section 8.
+/// The fields of a delivery object, written out from README.md ("Connecting your application").
 enum SpecDeliveryFields {
     static let delivery: Set<String> = [
         "id", "target", "event_id", "seq", "type", "provider", "account", "order_ref", "state", "attempts", "last_attempt_at",

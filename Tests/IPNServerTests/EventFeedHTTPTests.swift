@@ -4,7 +4,7 @@ import GRDB
 import IPNCore
 import Testing
 
-/// The fields of an event and of its change, written out from product.md section 8.
+/// The fields of an event and of its change, written out from README.md ("Connecting your application").
 enum SpecEventFields {
     static let event: Set<String> = ["id", "seq", "type", "occurred_at", "order", "change"]
     static let change: Set<String> = ["from", "to", "flag", "notification_id", "provider_status"]

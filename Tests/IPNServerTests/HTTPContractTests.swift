@@ -6,7 +6,7 @@ import NIOCore
 import NIOHTTP1
 import Testing
 
-@Suite("Provider-facing HTTP contract (product.md section 3)")
+@Suite("Provider-facing HTTP contract (docs/providers.md)")
 struct HTTPContractTests {
     @Test("unknown provider 404 (not stored); unknown account 404, stored as rejected unknown_account")
     func notFound() async throws {

@@ -4,7 +4,7 @@ import IPNCore
 import IPNTestSupport
 import Testing
 
-/// Reconciliation end to end (product.md section 12, issue 37): a real daemon asks the provider
+/// Reconciliation end to end (README.md, "Reconciliation"; issue 37): a real daemon asks the provider
 /// double, over real HTTP, about orders that went quiet, and records the answers through the
 /// one write path, on both stores.
 @Suite("Reconciliation: asking providers about orders that went quiet")
@@ -88,7 +88,7 @@ struct ReconciliationTests {
             #expect(after.objects("notifications").last?.string("verdict") == paid.lateVerdict, "\(paid.provider)")
             #expect(after.string("state") == "paid")
         }
-        // The requests, to the byte where inquiries.md fixes them, as the double checked them.
+        // The requests, to the byte where docs/providers.md fixes them, as the double checked them.
         let ipay88 = try await harness.double.inquiries("ipay88", order: "IP-1")
         #expect(ipay88.count == 1 && ipay88[0].method == "POST" && ipay88[0].path == "/epayment/enquiry.asp")
         #expect(ipay88.first?.body == "MerchantCode=KH00001&RefNo=IP-1&Amount=12.34")
@@ -143,7 +143,7 @@ struct ReconciliationTests {
     }
 }
 
-/// Every row of every answer table of inquiries.md, asked through the ops API (the schedule's
+/// Every row of every answer table of docs/providers.md, asked through the ops API (the schedule's
 /// first step is an hour away), on both stores.
 @Suite("Reconciliation: every answer of every provider")
 struct InquiryAnswerTests {
@@ -239,7 +239,7 @@ struct InquiryAnswerTests {
             #expect(inquiry.string("trigger") == "api")
             #expect(inquiry.string("verdict") == row.verdict, "\(row)")
             if let error = row.error {
-                // "unauthorized" is the whole of the record's error (product.md section 12); others say more.
+                // "unauthorized" is the whole of the record's error (README.md, "Reconciliation"); others say more.
                 #expect(error == "unauthorized" ? inquiry.string("error") == error : inquiry.string("error")?.contains(error) == true, "\(row): \(inquiry)")
             }
             if let providerStatus = row.providerStatus { #expect(inquiry.string("provider_status") == providerStatus, "\(row)") }
@@ -318,7 +318,7 @@ struct InquiryAnswerTests {
     }
 }
 
-/// The schedule and the faults of product.md section 12, with a schedule of seconds.
+/// The schedule and the faults (README.md, "Reconciliation"), with a schedule of seconds.
 @Suite("Reconciliation: the schedule, faults and nodes")
 struct ReconcileScheduleTests {
     /// When the double got each inquiry about `order`, as unix seconds.
