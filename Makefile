@@ -46,7 +46,8 @@ check-config: build
 	.build/debug/ipnd check-config --config $(CONFIG)
 
 # scripts/check-doc-references.sh fails, naming file and line, on a Markdown file a tracked file
-# names that the repository does not hold (its self-test first shows it can fail).
+# names that the repository does not hold (its self-test first shows it can fail);
+# scripts/spdx-headers.sh --check fails on a source file without its licence header.
 # Before the suite, scripts/test-deb.sh builds the Debian package as make deb does, from the
 # debug build linked with the Swift runtime (a release build would add 10+ minutes), checks it
 # with dpkg-deb and lintian, and installs, upgrades, removes and purges it in a throwaway root.
@@ -70,6 +71,7 @@ test: deps
 	scripts/check-ignored-sources.sh
 	scripts/check-doc-references.sh --self-test
 	scripts/check-doc-references.sh
+	scripts/spdx-headers.sh --check
 	@scripts/install-system-packages.sh $(TEST_PACKAGES) $(DEB_PACKAGES)
 	@scripts/install-python-packages.sh
 	chmod 600 config/ipnd.dev.yaml
