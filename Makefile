@@ -35,10 +35,9 @@ deb: deps
 
 # Git keeps no permission bits but the executable one: the dev config holds (fake) secrets
 # inline, and ipnd refuses secrets that others (the world) can read; a checkout's 0644 would be
-# refused. The dev config keeps its store in var/, which git does not keep either.
+# refused. The dev config keeps its store in var/, which git does not keep either: serve makes it.
 run: build
 	chmod 600 $(CONFIG)
-	mkdir -p var
 	.build/debug/ipnd serve --config $(CONFIG)
 
 check-config: build
