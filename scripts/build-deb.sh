@@ -105,7 +105,14 @@ done
     printf 'ipnd (%s) unstable; urgency=medium\n\n  * %s\n\n -- %s  %s\n' \
         "$version" "$built_from" "$maintainer" "$(date -u -R -d "@$SOURCE_DATE_EPOCH")"
 } | gzip -9n > "$root/usr/share/doc/ipnd/changelog.gz"
-scripts/deb-copyright.sh > "$root/usr/share/doc/ipnd/copyright"
+# Machine-readable (DEP-5): ipnd's licence, and those of the runtime and the packages linked in,
+# as the build manifest the binary was linked from says (a release build's, or the debug build's
+# the tests link again).
+case "$binary" in
+    */release/*) manifest=.build/release.yaml ;;
+    *) manifest=.build/debug.yaml ;;
+esac
+scripts/deb-copyright.sh "$manifest" > "$root/usr/share/doc/ipnd/copyright"
 install -m 0644 deploy/deb/lintian-overrides "$root/usr/share/lintian/overrides/ipnd"
 
 # Maintainer scripts, the control file with Depends computed from what the binary links.

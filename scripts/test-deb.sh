@@ -84,6 +84,16 @@ packaged=$extracted/usr/bin/ipnd
 check "the packaged binary prints its version" same "$("$packaged" --version)" "$version"
 check "the packaged binary loads nothing from the Swift toolchain" lacks "$(ldd "$packaged")" /opt/swift
 check "the changelog names version $version" contains "$(zcat "$extracted/usr/share/doc/ipnd/changelog.gz")" "ipnd ($version)"
+copyright=$(cat "$extracted/usr/share/doc/ipnd/copyright")
+check "the copyright file is machine-readable (DEP-5)" same "$(head -n 1 <<<"$copyright")" \
+    "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/"
+check "the copyright file gives ipnd's own files Apache-2.0" contains "$copyright" "Files: *
+Copyright: the ipnd authors
+License: Apache-2.0"
+for files in swift-toolchain/\* .build/checkouts/{GRDB.swift,hummingbird,postgres-nio,swift-nio,swift-nio/Sources/CNIOLLHTTP,Yams}/\*; do
+    check "the copyright file has a paragraph for $files, linked into the binary" contains "$copyright" "Files: $files
+"
+done
 manual=$(MANWIDTH=100 man --warnings -l "$extracted/usr/share/man/man1/ipnd.1.gz" 2>"$work/man-warnings")
 check "man ipnd renders without a warning" same "$(cat "$work/man-warnings")" ""
 for command in serve check-config orders notifications events deliveries simulate backup store; do
