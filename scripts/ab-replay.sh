@@ -18,7 +18,8 @@ cd "$(dirname "$0")/.."
 
 ROUNDS=3
 if [ "${1:-}" = "-n" ]; then ROUNDS=$2; shift 2; fi
-[ $# -gt 0 ] || { sed -n '2,13p' "$0" >&2; exit 64; }
+# The usage is the comment above `set` (the licence header's lines start with ##).
+[ $# -gt 0 ] || { awk 'NR > 1 && /^#( |$)/ { print } /^set /{ exit }' "$0" >&2; exit 64; }
 DURATION=${DURATION:-5}
 CONNECTIONS=${CONNECTIONS:-64}
 THREADS=${THREADS:-2}

@@ -106,7 +106,14 @@ done
     printf 'ipnd (%s) unstable; urgency=medium\n\n  * %s\n\n -- %s  %s\n' \
         "$version" "$built_from" "$maintainer" "$(date -u -R -d "@$SOURCE_DATE_EPOCH")"
 } | gzip -9n > "$root/usr/share/doc/ipnd/changelog.gz"
-scripts/deb-copyright.sh > "$root/usr/share/doc/ipnd/copyright"
+# Machine-readable (DEP-5): ipnd's licence, and those of the runtime and the packages linked in,
+# as the build manifest the binary was linked from says (a release build's, or the debug build's
+# the tests link again).
+case "$binary" in
+    */release/*) manifest=.build/release.yaml ;;
+    *) manifest=.build/debug.yaml ;;
+esac
+scripts/deb-copyright.sh "$manifest" > "$root/usr/share/doc/ipnd/copyright"
 # Monitoring (deploy/README.md, "Alerts and dashboard"): the Prometheus rules, the Grafana
 # dashboard and the alerts' runbook, laid out as in the repository, so the rules' runbook_url
 # (docs/alerts.md#...) resolves against /usr/share/ipnd as against a checkout. Not under

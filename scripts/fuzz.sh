@@ -190,7 +190,8 @@ case "$command" in
         replay "${targets[@]}"
         ;;
     *)
-        sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
+        # The usage is the comment above `set` (the licence header's lines start with ##).
+        awk 'NR > 1 && /^#( |$)/ { print } /^set /{ exit }' "$0" | sed 's/^# \{0,1\}//'
         exit 64
         ;;
 esac

@@ -57,13 +57,15 @@ done
 check "Depends has no Swift runtime (it is linked in)" lacks "$depends" swift
 check "the conffile is /etc/ipnd/ipnd.yaml" same "$(dpkg-deb --ctrl-tarfile "$package" | tar -xO ./conffiles)" /etc/ipnd/ipnd.yaml
 contents=$(dpkg-deb --contents "$package" | awk '{ print $1, $2, $6 }')
+# The runbook keeps its place in the repository under /usr/share/ipnd (its alerts link to it so).
+runbook=docs/alerts.md
 for entry in "-rwxr-xr-x ./usr/bin/ipnd" "-rw-r--r-- ./lib/systemd/system/ipnd.service" \
     "-rw-r--r-- ./lib/systemd/system/ipnd-backup.service" "-rw-r--r-- ./lib/systemd/system/ipnd-backup.timer" \
     "-rw-r--r-- ./etc/ipnd/ipnd.yaml" "drwx------ ./etc/ipnd/credentials/" "-rw-r--r-- ./usr/share/man/man1/ipnd.1.gz" \
     "-rw-r--r-- ./usr/share/bash-completion/completions/ipnd" "-rw-r--r-- ./usr/share/zsh/vendor-completions/_ipnd" \
     "-rw-r--r-- ./usr/share/fish/vendor_completions.d/ipnd.fish" "-rw-r--r-- ./usr/share/doc/ipnd/copyright" \
     "-rw-r--r-- ./usr/share/doc/ipnd/changelog.gz" "-rw-r--r-- ./usr/share/ipnd/prometheus/ipnd.rules.yml" \
-    "-rw-r--r-- ./usr/share/ipnd/grafana/ipnd.json" "-rw-r--r-- ./usr/share/ipnd/docs/alerts.md"; do
+    "-rw-r--r-- ./usr/share/ipnd/grafana/ipnd.json" "-rw-r--r-- ./usr/share/ipnd/$runbook"; do
     mode=${entry%% *}
     path=${entry#* }
     check "dpkg-deb --contents: $path, $mode root:root" contains "$contents" "$mode root/root $path"
@@ -90,6 +92,16 @@ packaged=$extracted/usr/bin/ipnd
 check "the packaged binary prints its version" same "$("$packaged" --version)" "$version"
 check "the packaged binary loads nothing from the Swift toolchain" lacks "$(ldd "$packaged")" /opt/swift
 check "the changelog names version $version" contains "$(zcat "$extracted/usr/share/doc/ipnd/changelog.gz")" "ipnd ($version)"
+copyright=$(cat "$extracted/usr/share/doc/ipnd/copyright")
+check "the copyright file is machine-readable (DEP-5)" same "$(head -n 1 <<<"$copyright")" \
+    "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/"
+check "the copyright file gives ipnd's own files Apache-2.0" contains "$copyright" "Files: *
+Copyright: the ipnd authors
+License: Apache-2.0"
+for files in swift-toolchain/\* .build/checkouts/{GRDB.swift,hummingbird,postgres-nio,swift-nio,swift-nio/Sources/CNIOLLHTTP,Yams}/\*; do
+    check "the copyright file has a paragraph for $files, linked into the binary" contains "$copyright" "Files: $files
+"
+done
 manual=$(MANWIDTH=100 man --warnings -l "$extracted/usr/share/man/man1/ipnd.1.gz" 2>"$work/man-warnings")
 check "man ipnd renders without a warning" same "$(cat "$work/man-warnings")" ""
 for command in serve check-config orders notifications events deliveries simulate backup store; do

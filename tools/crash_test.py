@@ -59,7 +59,7 @@ ACKS = {
     "citcon": b"ok", "ipay88": b"RECEIVEOK", "unlimint": b"OK", "juspay": b"OK",
     "alipay": b'{"result":{"resultCode":"SUCCESS","resultStatus":"S","resultMessage":"success"}}',
 }
-# Each provider's status words for pending, authorized and paid (providers.md), when it has them.
+# Each provider's status words for pending, authorized and paid (docs/providers.md), when it has them.
 LADDERS = {
     "citcon": [("pending", "pending"), ("authorized", "authorized"), ("success", "paid")],
     "ipay88": [("6", "pending"), ("1", "paid")],
@@ -74,7 +74,7 @@ AMOUNTS = {  # (amount, currency, minor units)
 
 
 def dedup_key(provider, status, uid):
-    """The dedup key providers.md gives each notification, computed here, not by ipnd."""
+    """The dedup key docs/providers.md gives each notification, computed here, not by ipnd."""
     if provider == "citcon":
         return f"{uid}|charge|{status}"
     if provider == "ipay88":

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """An independent client for ipnd: builds notifications for all five providers exactly as
-each provider's published protocol signs them (providers.md), without sharing any code with
+each provider's published protocol signs them (docs/providers.md), without sharing any code with
 ipnd. Used by tests (signatures made by another implementation must verify), by the crash
 test and by the benchmark.
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A double of the five providers' status-inquiry APIs, written for ipnd's tests from the
-spec's inquiries.md (the protocols to the byte), independent of ipnd's code.
+status APIs of docs/providers.md (the protocols to the byte), independent of ipnd's code.
 
 One HTTP/1.1 server (a thread per connection, keep-alive) serves every provider, dispatched
 by path. It checks each request as the real provider would, answers what a test scripted for

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Checks tools/provider_double.py: starts it with throwaway keys and credentials, and talks
-to it with small clients written from inquiries.md (not from the double's code).
+to it with small clients written from docs/providers.md (not from the double's code).
 
     python3 tools/provider_double_selftest.py
 prints one line per check and "selftest: N passed, M failed"; exits 0 when all passed.
@@ -89,7 +89,7 @@ def recorded(port, **query):
 
 
 # ---------------------------------------------------------------------------------------------
-# Clients, from inquiries.md
+# Clients, from docs/providers.md
 
 
 def ipay88(port, ref, amount="10.00", merchant_code="M00003"):
@@ -115,7 +115,7 @@ class Antom:
         return call(port, "POST", path, body, headers)
 
     def verified(self, reply, path=SANDBOX_PATH):
-        """Whether the answer's signature verifies (inquiries.md: before anything else is read)."""
+        """Whether the answer's signature verifies (docs/providers.md: before anything else is read)."""
         header = reply.headers.get("signature", "")
         client_id, response_time = reply.headers.get("client-id"), reply.headers.get("response-time")
         if "signature=" not in header or client_id != CLIENT_ID or not response_time:

@@ -6,7 +6,7 @@ import IPNDelivery
 import IPNServer
 import IPNStore
 
-/// `ipnd deliveries list|retry|resume|ping` (product.md section 8).
+/// `ipnd deliveries list|retry|resume|ping` (README.md, "Connecting your application").
 struct Deliveries: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Push delivery to the merchant's application: list deliveries, retry them, resume a paused target, ping one.",

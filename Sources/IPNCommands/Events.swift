@@ -3,7 +3,7 @@ import IPNCore
 import IPNServer
 import IPNStore
 
-/// `ipnd events list|tail`: the order-event feed, ascending by seq (product.md section 8).
+/// `ipnd events list|tail`: the order-event feed, ascending by seq (README.md, "Connecting your application").
 struct Events: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Read the order-event feed, ascending by seq (read-only, safe while the daemon runs).",

@@ -6,7 +6,7 @@ import IPNServer
 import IPNStore
 import Logging
 
-/// `ipnd`: one binary, subcommands (product.md section 1).
+/// `ipnd`: one binary, subcommands (README.md, "Commands").
 public struct IPNDCommand: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "ipnd",
@@ -35,7 +35,7 @@ public struct IPNDCommand: AsyncParsableCommand {
     }
 }
 
-/// Exit codes of product.md section 1.
+/// The exit codes (README.md, "Commands").
 public enum ExitStatus {
     public static let notFound = ExitCode(1)
     public static let configError = ExitCode(2)

@@ -62,7 +62,7 @@ struct ReconcileOrder: AsyncParsableCommand {
         commandName: "reconcile",
         abstract: "Ask the provider about one order now and record the answer.",
         discussion: """
-            Uses the account's inquiry section (product.md section 12). Exit 0 when the provider answered \
+            Uses the account's inquiry section (README.md, "Reconciliation"). Exit 0 when the provider answered \
             (recorded, no_news, not_found), 1 when ipnd does not know the order (register it with orders expect), \
             2 when the account has no inquiry section, 3 when the store is unavailable, 5 when the provider could \
             not be asked or gave no usable answer (error, bad_signature, cannot_ask).
@@ -97,7 +97,7 @@ struct ReconcileOrder: AsyncParsableCommand {
         try Accounts.requireName(config, provider: provider, account: account)
         guard config.askedScopes.contains(Scope(provider: provider, account: account)) else {
             Console.error("config error: \(provider)/\(account) has no inquiry section in \(config.path): it is never asked "
-                + "(product.md section 12 says how to add one)")
+                + "(README.md, \"Reconciliation\", says how to add one)")
             throw ExitStatus.configError
         }
         let (provider, account, orderRef) = (provider, account, orderRef)

@@ -4,7 +4,7 @@ import IPNServer
 import IPNStore
 
 /// `ipnd notifications reverify`: verifies stored rejected notifications again with today's
-/// config; `--apply` records those that now verify (product.md section 11).
+/// config; `--apply` records those that now verify (README.md, "Rejected notifications").
 struct ReverifyNotifications: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "reverify",

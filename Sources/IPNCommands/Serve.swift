@@ -30,7 +30,7 @@ struct Serve: AsyncParsableCommand {
             try await daemon.run()
         } catch let error as ListenerError {
             // The config names an address this machine cannot listen on (or another process
-            // holds it): a config error, as product.md's exit codes have it.
+            // holds it): a config error, as the exit codes have it (README.md, "Commands").
             logger.critical("cannot listen", metadata: ["error": "\(error)"])
             throw ExitStatus.configError
         } catch {

@@ -1,6 +1,6 @@
 import IPNCore
 
-/// The validated configuration of one ipnd instance (product.md section 2).
+/// The validated configuration of one ipnd instance (README.md, "Configuration").
 public struct IPNDConfig: Sendable {
     /// The config file this was loaded from.
     public var path: String
@@ -12,11 +12,11 @@ public struct IPNDConfig: Sendable {
     public var accounts: [ProviderAccount]
     /// Every configured account's provider and name, whichever way the config was loaded.
     public var accountNames: [AccountName]
-    /// Where events are pushed (product.md section 8), in config order. Loaded with `.skip`
+    /// Where events are pushed (README.md, "Connecting your application"), in config order. Loaded with `.skip`
     /// secrets, each target is there with no secrets.
     public var deliveries: [DeliveryTarget] = []
     /// When and how fast provider accounts with an `inquiry` section are asked about orders
-    /// that went quiet (product.md section 12).
+    /// that went quiet (README.md, "Reconciliation").
     public var reconcile = ReconcileSettings()
 
     /// Whether `provider` has an account called `name` in the config.
@@ -111,7 +111,7 @@ public enum StoreBackend: Sendable, Equatable {
     case postgres(PostgresSettings)
 }
 
-/// `store.retention` (product.md section 11): old rows removed. Authentic notifications, orders
+/// `store.retention` (README.md, "Rejected notifications"): old rows removed. Authentic notifications, orders
 /// and transitions are never removed.
 public struct RetentionSettings: Sendable, Equatable {
     /// Rejected notifications are kept this many days.

@@ -1,6 +1,6 @@
 import IPNCore
 
-/// One `deliveries:` entry (product.md section 8): where matching events are POSTed, signed
+/// One `deliveries:` entry (README.md, "Connecting your application"): where matching events are POSTed, signed
 /// with Standard Webhooks headers.
 public struct DeliveryTarget: Sendable, Equatable {
     /// The event types a target may ask for.

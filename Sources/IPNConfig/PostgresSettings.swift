@@ -1,4 +1,4 @@
-/// `store.postgres` (product.md section 9): the PostgreSQL database several ipnd nodes share.
+/// `store.postgres` (deploy/README.md, "Several nodes on PostgreSQL"): the PostgreSQL database several ipnd nodes share.
 ///
 /// The password never shows: `description`, `debugDescription` and the mirror `dump` uses all
 /// print `<redacted>` in its place.

@@ -1,4 +1,4 @@
-/// `reconcile:` (product.md section 12): when orders that went quiet are asked about, and how
+/// `reconcile:` (README.md, "Reconciliation"): when orders that went quiet are asked about, and how
 /// hard the providers are asked. Only accounts with an `inquiry` section are ever asked.
 public struct ReconcileSettings: Sendable, Equatable {
     /// Waits after an order's last change, in seconds, strictly increasing; after the last

@@ -1,7 +1,7 @@
 import Foundation
 import IPNCore
 
-/// `deliveries:` (product.md section 8): the merchant's applications events are pushed to.
+/// `deliveries:` (README.md, "Connecting your application"): the merchant's applications events are pushed to.
 extension Validator {
     private static let deliveryKeys = [
         "name", "url", "secret", "secret_file", "types", "providers", "accounts", "timeout_seconds", "max_in_flight", "ca_file",

@@ -1,7 +1,7 @@
 import Foundation
 import IPNCore
 
-/// A provider account's `inquiry:` (product.md section 12): where its status API is and the
+/// A provider account's `inquiry:` (README.md, "Reconciliation"): where its status API is and the
 /// credentials it is asked with. Its secrets are single values, inline or `NAME_file`.
 extension Validator {
     /// The account's `inquiry` section resolved (secret files read when `secrets` is

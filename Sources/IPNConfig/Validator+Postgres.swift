@@ -1,6 +1,6 @@
 import IPNCore
 
-/// `store.postgres` (product.md section 9).
+/// `store.postgres` (deploy/README.md, "Several nodes on PostgreSQL").
 extension Validator {
     private static let postgresKeys = ["host", "port", "database", "user", "password", "password_file", "tls", "ca_file", "pool_size"]
 

@@ -1,4 +1,4 @@
-/// `reconcile:` (product.md section 12).
+/// `reconcile:` (README.md, "Reconciliation").
 extension Validator {
     private static let reconcileKeys = ["schedule", "give_up_after", "max_in_flight", "per_account_per_minute", "timeout_seconds"]
 

@@ -102,7 +102,7 @@ struct Validator {
         try checkKeys(pairs, allowed: Self.opsKeys, in: "ops")
         if let host = node["host"] { settings.host = try hostName(host, key: "ops.host") }
         if let port = node["port"] { settings.port = try integer(port, key: "ops.port", in: 0...65535, what: "a TCP port") }
-        // `[]`, as in product.md's sample, is allowed: the ops API then refuses every request
+        // `[]`, as in deploy/ipnd.yaml, is allowed: the ops API then refuses every request
         // (serve warns at start).
         if let tokens = node["tokens_sha256"], !tokens.isEmptyList {
             let values = try stringList(tokens, key: "ops.tokens_sha256")

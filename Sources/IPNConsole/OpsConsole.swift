@@ -9,7 +9,7 @@ import Logging
 import Mustache
 import NIOCore
 
-/// The ops console (product.md section 10): server-rendered pages on the ops listener, behind a
+/// The ops console (README.md, "Ops console"): server-rendered pages on the ops listener, behind a
 /// sign-in with an ops token. It reads through `StoreReading` and changes things only through
 /// the `Store` methods the CLI uses (expectations, retrying deliveries, resuming a target).
 ///

@@ -7,7 +7,7 @@ import Metrics
 import NIOCore
 import ServiceLifecycle
 
-/// Push delivery (product.md section 8): for each configured target, takes the deliveries that
+/// Push delivery (README.md, "Connecting your application"): for each configured target, takes the deliveries that
 /// are due from the store, POSTs them signed, and records what came of each. The store holds
 /// every delivery's state, so a dead target's backlog grows on disk, not here, and a crash loses
 /// nothing: a delivery not answered 2xx is sent again, with the same `webhook-id`.

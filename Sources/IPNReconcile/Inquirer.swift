@@ -141,7 +141,7 @@ public struct Inquirer: Sendable {
     }
 
     /// An inquiry record's `error` when the provider refused the account's credential
-    /// (product.md section 12, inquiries.md); what it refused is in the log line's `detail`.
+    /// (README.md, "Reconciliation"); what it refused is in the log line's `detail`.
     static let unauthorized = "unauthorized"
 
     /// Until when (Unix ms) a `429` or `503` answer with `Retry-After` asks to be left alone.

@@ -8,7 +8,7 @@ import NIOSSL
 /// Sends inquiry requests to providers' status APIs: one HTTP client (the system's CAs,
 /// redirects not followed, at most `bodyLimit` of an answer read), shared by every account.
 public final class InquiryClient: Sendable {
-    /// The most of an answer that is read (inquiries.md: 1 MiB).
+    /// The most of an answer that is read (docs/providers.md, "Status APIs": 1 MiB).
     public static let bodyLimit = 1 << 20
 
     private let client: HTTPClient

@@ -6,7 +6,7 @@ import Logging
 import NIOCore
 import ServiceLifecycle
 
-/// Reconciliation (product.md section 12): asks each provider's status API about the orders
+/// Reconciliation (README.md, "Reconciliation"): asks each provider's status API about the orders
 /// that have not settled and went quiet, and records each answer through the store's one write
 /// path, so that a lost notification no longer leaves a paid order `pending` for good.
 ///

@@ -118,6 +118,9 @@ public final class Daemon: Sendable {
         let metrics = metricsRegistry.server
         var storeLock: StoreLock?
         if case .sqlite(let path) = config.store.backend {
+            for directory in try StoreDirectory.create(for: path) {
+                logger.info("created the store's directory", metadata: ["path": "\(directory)", "mode": "0700"])
+            }
             // Before the store is opened: a second daemon must not migrate it under the first.
             storeLock = try StoreLock(storePath: path)
         }

@@ -1,8 +1,8 @@
 import Foundation
 import IPNCore
 
-/// Order event ids: UUIDs of version 7 (RFC 9562), lowercase, unique across stores as
-/// product.md section 8 asks, and increasing within a process.
+/// Order event ids: UUIDs of version 7 (RFC 9562), lowercase, unique across stores (an event's
+/// `id` is fixed for its life, whichever store or node wrote it), and increasing within a process.
 ///
 /// The store keeps events' ids in a unique index. A random (version 4) id lands on a random
 /// leaf of that index, so a batch of N events rewrote N of its pages; ids that increase land

@@ -1,6 +1,6 @@
 import IPNCore
 
-/// The kinds of order event (product.md section 8).
+/// The kinds of order event (README.md, "Connecting your application").
 public enum EventType: String, Sendable, CaseIterable, Codable {
     /// An applied transition, the first one (from null) included.
     case stateChanged = "order.state_changed"

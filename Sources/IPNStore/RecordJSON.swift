@@ -1,6 +1,6 @@
 import IPNCore
 
-/// The JSON objects of product.md section 1, shared by the CLI's `--format json` (and csv,
+/// The JSON objects (README.md, "Commands" and "Ops API"), shared by the CLI's `--format json` (and csv,
 /// which takes their scalar members) and the ops API, so both say the same thing.
 public enum RecordJSON {
     /// The scalar members of an order object, in order: the csv columns of `orders list`.
@@ -40,7 +40,7 @@ public enum RecordJSON {
         "notification_id", "verdict", "error", "duration_ms", "url",
     ]
 
-    /// An inquiry record (product.md section 12).
+    /// An inquiry record (README.md, "Reconciliation").
     public static func inquiry(_ inquiry: InquiryRecord) -> JSONOut {
         .object([
             ("id", .int(inquiry.id)),
@@ -100,7 +100,7 @@ public enum RecordJSON {
         return .object(members)
     }
 
-    /// An order event (product.md section 8): `id`, `seq`, `type`, `occurred_at`, `order` (the
+    /// An order event (README.md, "Connecting your application"): `id`, `seq`, `type`, `occurred_at`, `order` (the
     /// order object as it stood right after the event) and `change` (`from`, `to`, `flag`,
     /// `notification_id`, `provider_status`). The feed, the CLI's json lines and the delivered
     /// bodies are this text.
@@ -156,7 +156,7 @@ public enum RecordJSON {
         "last_attempt_at", "last_status", "last_error", "next_attempt_at", "delivered_at",
     ]
 
-    /// A delivery (product.md section 8).
+    /// A delivery (README.md, "Connecting your application").
     public static func delivery(_ delivery: DeliveryRecord) -> JSONOut {
         .object([
             ("id", .int(delivery.id)),

@@ -1,7 +1,7 @@
 import IPNCore
 
-/// Which stored `rejected` notifications `notifications reverify` takes (product.md section
-/// 11): every condition given must hold. Read ascending by id, a page at a time.
+/// Which stored `rejected` notifications `notifications reverify` takes (README.md,
+/// "Rejected notifications"): every condition given must hold. Read ascending by id, a page at a time.
 public struct RejectedSelection: Sendable, Equatable {
     /// The most ids one selection may name.
     public static let maxIDs = 10_000

@@ -46,7 +46,7 @@ public protocol StoreReading: Sendable {
     /// notifications `notifications reverify` already recorded from it (`reverified_from`).
     func rejectedRequests(_ selection: RejectedSelection) async throws(StoreError) -> [RejectedRequest]
 
-    // MARK: Reconciliation (product.md section 12)
+    // MARK: Reconciliation (README.md, "Reconciliation")
 
     /// Inquiries, newest first.
     func inquiries(_ filter: InquiryFilter) async throws(StoreError) -> [InquiryRecord]

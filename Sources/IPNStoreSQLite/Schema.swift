@@ -120,7 +120,7 @@ enum Schema {
         }
         migrator.registerMigration("v2: orders created by notifications with no state effect carry no transition") { db in
             // Earlier versions gave such an order a transition from null to pending that no
-            // notification caused; providers.md says they cause none, and the first notification
+            // notification caused; they cause none (README.md, "What it does"), and the first notification
             // that moves the order is now its first transition.
             try db.execute(sql: """
                 DELETE FROM transitions WHERE from_state IS NULL AND to_state = 'pending' AND notification_id IS NULL

@@ -64,7 +64,7 @@ struct ConfigLoaderTests {
         #expect(config.account(provider: "unlimint", name: "default") != nil)
     }
 
-    @Test("every section of product.md section 2 is read")
+    @Test("every section of the config is read")
     func fullConfig() throws {
         let dir = try ConfigDirectory()
         let token = Hex.encode(Crypto.digest(.sha256, Array("ops-token".utf8)))
@@ -107,7 +107,7 @@ struct ConfigLoaderTests {
         #expect(account.provider.summary.first?.value == "2 secret(s), redacted")
     }
 
-    @Test("product.md's sample sections load as written, empty lists included")
+    @Test("a commented sample config's sections load as written, empty lists included")
     func specSample() throws {
         let config = try ConfigDirectory().load("""
             server:

@@ -44,11 +44,11 @@ private func account(_ provider: String, inquiry: String?) -> String {
     return yaml
 }
 
-@Suite("Config: reconcile and inquiry sections (product.md section 12)")
+@Suite("Config: reconcile and inquiry sections (README.md, Reconciliation)")
 struct ReconcileConfigTests {
     // MARK: reconcile
 
-    @Test("without a reconcile section: product.md's defaults; accounts without inquiry are never asked")
+    @Test("without a reconcile section: the README's defaults; accounts without inquiry are never asked")
     func defaults() throws {
         let config = try ConfigDirectory().load(minimalProviders)
         #expect(config.reconcile == ReconcileSettings())
@@ -65,7 +65,7 @@ struct ReconcileConfigTests {
         #expect(try ConfigDirectory().load("reconcile:\n" + minimalProviders).reconcile == ReconcileSettings())
     }
 
-    @Test("product.md's sample section loads as written, and every key is read")
+    @Test("a documented reconcile section loads as written, and every key is read")
     func parsing() throws {
         let dir = try ConfigDirectory()
         let sample = try dir.load("""

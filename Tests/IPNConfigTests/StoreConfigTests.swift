@@ -12,7 +12,7 @@ func postgresYAML(_ extra: String = "", host: String = "db.internal") -> String 
 
 @Suite("Config: store.postgres")
 struct PostgresConfigTests {
-    @Test("product.md's sample loads; SQLite stays the default when postgres is absent")
+    @Test("a documented store.postgres section loads; SQLite stays the default when postgres is absent")
     func sample() throws {
         let dir = try ConfigDirectory()
         try dir.write("db-ca.pem", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n", mode: 0o644)

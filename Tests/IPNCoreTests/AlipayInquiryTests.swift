@@ -63,7 +63,7 @@ private func read(_ answer: InquiryAnswer, inquiry: AlipayInquiry? = nil, order:
     return inquiry.read(answer, to: inquiry.request(for: order, context: InquiryFixture.context()), order: order)
 }
 
-@Suite("Antom inquiryPayment (inquiries.md section 2)")
+@Suite("Antom inquiryPayment (docs/providers.md)")
 struct AlipayInquiryTests {
     // MARK: Request
 

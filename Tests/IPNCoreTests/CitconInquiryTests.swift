@@ -19,7 +19,7 @@ private func read(_ text: String, status: Int = 200, order: InquiryOrder = order
     try inquiry.reading(text, status: status, order: order, token: token)
 }
 
-@Suite("Citcon transaction inquiry (inquiries.md section 5)")
+@Suite("Citcon transaction inquiry (docs/providers.md)")
 struct CitconInquiryTests {
     // MARK: Token
 

@@ -59,7 +59,7 @@ private func replacing(_ old: String, with new: String, in bytes: [UInt8]) -> [U
 
 @Suite("Citcon IPN")
 struct CitconTests {
-    // MARK: Vectors (providers.md section 1)
+    // MARK: Vectors (docs/providers.md, "Citcon")
 
     static let upiString =
         "amount=100&amount_captured=&amount_refunded=&currency=USD&fields=id,transaction_type,reference,amount,currency,status,time_completed,time_created,payment_method,amount_captured,amount_refunded&id=84571d30e61711eba6a94911fce35a55&payment_method=paypal&reference=reference132&status=authorized&time_completed=2021-08-14T09:47:43.000Z&time_created=2021-07-16T09:23:44.000Z&transaction_type=charge&secret=braintree"
@@ -301,7 +301,7 @@ struct CitconTests {
     static let chargebackStages: [(String, NotificationEffect)] = [
         ("Lost", .transition(.chargedBack)), ("Won", .chargebackReversal), ("Opened", .record),
         ("Evidence_required", .record), ("Lose", .record),
-        // Status words are matched as providers.md writes them: another case is another stage.
+        // Status words are matched as docs/providers.md writes them: another case is another stage.
         ("lost", .record), ("WON", .record),
     ]
 

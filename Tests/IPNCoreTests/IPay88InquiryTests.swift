@@ -12,7 +12,7 @@ private func read(_ text: String, status: Int = 200, order: InquiryOrder = order
     try inquiry.reading(text, status: status, order: order)
 }
 
-@Suite("iPay88 re-query (inquiries.md section 1)")
+@Suite("iPay88 re-query (docs/providers.md)")
 struct IPay88InquiryTests {
     // MARK: Request
 

@@ -2,7 +2,7 @@ import Foundation
 import IPNCore
 import Testing
 
-/// One row of the iPay88 vector table in providers.md section 2.
+/// One row of the iPay88 vector table in docs/providers.md ("iPay88").
 struct IPay88Vector: Sendable, CustomTestStringConvertible {
     var key: String
     var fields: IPay88.SignedFields

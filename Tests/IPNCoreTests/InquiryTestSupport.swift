@@ -25,7 +25,7 @@ enum InquiryFixture {
     }
 }
 
-/// What a reading says, for expectations that read as the table rows of inquiries.md.
+/// What a reading says, for expectations that read as the answer tables of docs/providers.md.
 extension InquiryReading {
     /// The facts, or none when the reading is anything else.
     var facts: [VerifiedNotification] {
@@ -40,7 +40,7 @@ extension InquiryReading {
         return facts[0]
     }
 
-    /// The outcome an inquiry record would show for this reading (product.md section 12).
+    /// The outcome an inquiry record would show for this reading (README.md, "Reconciliation").
     var outcome: String {
         switch self {
         case .facts: "facts"

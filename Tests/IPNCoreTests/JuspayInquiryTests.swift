@@ -21,7 +21,7 @@ private func read(_ text: String, status: Int = 200, order: InquiryOrder = order
     inquiry.read(InquiryFixture.answer(status, text), to: inquiry.request(for: order, context: InquiryFixture.context()), order: order)
 }
 
-@Suite("Juspay order status (inquiries.md section 4)")
+@Suite("Juspay order status (docs/providers.md)")
 struct JuspayInquiryTests {
     // MARK: Request
 
@@ -140,7 +140,7 @@ struct JuspayInquiryTests {
         #expect(fact.amount == webhook.amount)
         #expect(fact.providerStatus == webhook.providerStatus)
         #expect(fact.kind == webhook.kind)
-        // Webhooks dedup on their event id, which an answer lacks (inquiries.md): the keys differ,
+        // Webhooks dedup on their event id, which an answer lacks (docs/providers.md): the keys differ,
         // and a second ask of the same state is a duplicate of the first.
         #expect(webhook.dedupKey == "evt_5f2c")
         #expect(fact.dedupKey == "INQUIRY|ORD-1001|CHARGED")

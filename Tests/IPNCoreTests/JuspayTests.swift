@@ -271,7 +271,7 @@ private let vectorBody = Fixture.bytes("juspay-order-succeeded.json")
         }
 
         @Test func orderRefundedDecidesEvenWhenStatusIsCharged() throws {
-            // The event decides, not the order status it also carries (product.md section 5).
+            // The event decides, not the order status it also carries (README.md, "What it does").
             let notification = try Self.verify(Self.body(event: "ORDER_REFUNDED", status: "CHARGED", refunded: "1"))
             #expect(notification.effect == .refund(RefundInfo(
                 cumulativeRefundedMinor: 100, fullyRefunded: false, orderAmount: Money(minor: 60000, currency: "INR")

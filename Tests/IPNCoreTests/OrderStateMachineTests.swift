@@ -1,7 +1,7 @@
 import IPNCore
 import Testing
 
-@Suite("Order state machine (product.md section 5)")
+@Suite("Order state machine (README.md, What it does)")
 struct OrderStateMachineTests {
     private func note(_ effect: NotificationEffect, kind: NotificationKind = .payment, amount: Money? = nil, key: String = "k") -> VerifiedNotification {
         VerifiedNotification(kind: kind, orderRef: "O1", providerTxnID: "T1", dedupKey: key, providerStatus: "S",
@@ -138,7 +138,7 @@ struct OrderStateMachineTests {
         func refund(_ id: String, _ minor: Int64, cumulative: Int64) -> VerifiedNotification {
             note(.refund(RefundInfo(refundID: id, amount: Self.usd(minor), cumulativeRefundedMinor: cumulative)), kind: .refund)
         }
-        // providers.md (Citcon): amount_refunded is the cumulative total when present.
+        // docs/providers.md (Citcon): amount_refunded is the cumulative total when present.
         let stated = OrderStateMachine.decide(order: paid, notification: refund("R2", 200, cumulative: 400), refundsRecordedMinor: 300)
         #expect(stated.verdict == .applied)
         #expect(stated.refundedMinor == 400)
@@ -249,7 +249,7 @@ struct OrderStateMachineTests {
         ]
         for (notifications, state, refunded) in cases {
             // The chargeback's resolution after the chargeback itself: a resolution arriving
-            // first is stale by the rank rule, which product.md section 5 leaves as it is.
+            // first is stale by the rank rule, which README.md ("What it does") leaves as it is.
             let orders = permutations(of: notifications).filter { order in
                 (order.firstIndex { $0.dedupKey == "lost" } ?? 0) < (order.firstIndex { $0.dedupKey == "won" } ?? .max)
             }
@@ -457,7 +457,7 @@ struct OrderStateMachineTests {
         let refundedInEuros = OrderSnapshot(state: .partiallyRefunded, refundedMinor: 300, refundCurrency: "EUR")
         let dollars = OrderStateMachine.decide(order: refundedInEuros, notification: note(.transition(.paid), amount: Self.usd(1000)))
         // A late payment in another currency is stale like any late payment: no flag, and the
-        // refunds' currency is not overwritten with its amount (product.md section 5).
+        // refunds' currency is not overwritten with its amount (README.md, "What it does").
         #expect(dollars.verdict == .stale)
         #expect(dollars.flag == nil)
         #expect(dollars.orderAmount == nil)

@@ -24,7 +24,7 @@ private func read(_ text: String, status: Int = 200, order: InquiryOrder = order
     try inquiry.reading(text, status: status, order: order, token: token)
 }
 
-@Suite("Unlimint payment list (inquiries.md section 3)")
+@Suite("Unlimint payment list (docs/providers.md)")
 struct UnlimintInquiryTests {
     // MARK: Token
 

@@ -1,7 +1,7 @@
 import IPNCore
 import Testing
 
-@Suite("Unlimint callbacks (providers.md section 4)")
+@Suite("Unlimint callbacks (docs/providers.md)")
 struct UnlimintTests {
     let body = Fixture.bytes("unlimint-payment.json")
     let secret = "pzQf529Wa0AV"

@@ -10,7 +10,6 @@ import Testing
 /// the CLI reports. Screenshots of every page at 1280 and 360 px go to `$IPND_TEST_ARTIFACTS/console`
 /// when that is set, else to a directory under the test's TMPDIR (printed).
 @Suite("The ops console in a real browser (issue 32)", .heavy(.double))
-
 struct ConsoleBrowserTests {
     static let hostile = "<script>window.__ipndPwned=1</script>\"><img src=x onerror=\"window.__ipndPwned=2\">\u{202E}gnp.exe"
     /// The shuffled lifecycle, in the order sent, with the verdict each must get.

@@ -8,7 +8,6 @@ import Testing
 private let testRetryScale = 0.002
 
 @Suite("Push delivery to a receiver of the merchant's (issue 30)", .heavy)
-
 struct DeliveryTests {
     @Test("every delivered request verifies with the Standard Webhooks library, with each of two rotated secrets; the body is the feed's event", arguments: Backend.allCases)
     func signatures(backend: Backend) async throws {
@@ -282,7 +281,6 @@ struct DeliveryTests {
 }
 
 @Suite("The README's example receiver (issue 30)", .heavy)
-
 struct ExampleReceiverTests {
     @Test("tools/example_receiver.py, shown whole in the README, keeps an orders table by seq from real deliveries", arguments: Backend.allCases)
     func exampleReceiver(backend: Backend) async throws {
@@ -319,7 +317,7 @@ struct ExampleReceiverTests {
     }
 }
 
-/// The fields of a delivery object, written out from product.md section 8.
+/// The fields of a delivery object, written out from README.md ("Connecting your application").
 enum SpecDeliveryFields {
     static let delivery: Set<String> = [
         "id", "target", "event_id", "seq", "type", "provider", "account", "order_ref", "state", "attempts", "last_attempt_at",

@@ -4,7 +4,7 @@ import GRDB
 import IPNCore
 import Testing
 
-/// The fields of an event and of its change, written out from product.md section 8.
+/// The fields of an event and of its change, written out from README.md ("Connecting your application").
 enum SpecEventFields {
     static let event: Set<String> = ["id", "seq", "type", "occurred_at", "order", "change"]
     static let change: Set<String> = ["from", "to", "flag", "notification_id", "provider_status"]
@@ -12,7 +12,6 @@ enum SpecEventFields {
 }
 
 @Suite("The order-event feed over HTTP and the CLI (issue 30)", .heavy)
-
 struct EventFeedHTTPTests {
     @Test("GET /api/v1/events: each applied change once, with the order as orders show printed it; the CLI prints the same bytes", arguments: Backend.allCases)
     func feed(backend: Backend) async throws {

@@ -7,7 +7,7 @@ import NIOCore
 import NIOHTTP1
 import Testing
 
-@Suite("Provider-facing HTTP contract (product.md section 3)", .heavy)
+@Suite("Provider-facing HTTP contract (docs/providers.md)", .heavy)
 struct HTTPContractTests {
     @Test("unknown provider 404 (not stored); unknown account 404, stored as rejected unknown_account")
     func notFound() async throws {

@@ -122,7 +122,7 @@ struct OpsAPITests {
         try await daemon.stop()
     }
 
-    @Test("GET /api/v1/orders: the fields of product.md, newest first, every filter", arguments: Backend.allCases)
+    @Test("GET /api/v1/orders: the documented fields, newest first, every filter", arguments: Backend.allCases)
     func listOrders(backend: Backend) async throws {
         let daemon = try await TestDaemon.start(backend: backend)
         try await daemon.deliver("unlimint", order: "L-1", status: "COMPLETED")

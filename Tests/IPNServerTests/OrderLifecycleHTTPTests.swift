@@ -4,7 +4,7 @@ import GRDB
 import IPNCore
 import Testing
 
-/// The transition rules of product.md section 5 that involve more than one notification,
+/// The transition rules (README.md, "What it does") that involve more than one notification,
 /// through real HTTP requests and the real SQLite file.
 @Suite("Order lifecycles end to end over HTTP", .heavy)
 struct OrderLifecycleHTTPTests {
@@ -44,7 +44,7 @@ struct OrderLifecycleHTTPTests {
         try await Self.unlimint(daemon, Self.payoutBody(order: "LC-1", id: "po-1"))
         #expect(try daemon.verdicts(orderRef: "LC-1") == ["recorded"])
         #expect(try daemon.orderState("LC-1") == "pending")
-        // providers.md: a payout is recorded "without changing its payment state".
+        // docs/providers.md: a payout is recorded "without changing the order's payment state".
         #expect(try Self.transitions(daemon, "LC-1") == [])
 
         // Nothing has moved the order yet, so a pending notification is its first transition,

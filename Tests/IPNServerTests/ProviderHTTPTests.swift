@@ -3,7 +3,7 @@ import IPNTestSupport
 import IPNCore
 import Testing
 
-/// What each provider must see, written out from providers.md (not from ipnd's own constants).
+/// What each provider must see, written out from docs/providers.md (not from ipnd's own constants).
 struct ProviderExpectations: Sendable, CustomStringConvertible {
     let name: String
     let paidStatus: String

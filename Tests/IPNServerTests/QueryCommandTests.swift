@@ -20,7 +20,7 @@ private func filledDaemon(_ backend: Backend) async throws -> TestDaemon {
 
 @Suite("ipnd orders / notifications: formats, filters, exit codes over a live store (issue 4)", .serialized, .heavy)
 struct QueryCommandTests {
-    @Test("orders list: json lines with the fields of product.md, newest first, every filter", arguments: Backend.allCases)
+    @Test("orders list: json lines with the documented fields, newest first, every filter", arguments: Backend.allCases)
     func ordersListJSON(backend: Backend) async throws {
         let daemon = try await filledDaemon(backend)
         let config = daemon.configPath

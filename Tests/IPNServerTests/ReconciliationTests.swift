@@ -4,11 +4,10 @@ import IPNCore
 import IPNTestSupport
 import Testing
 
-/// Reconciliation end to end (product.md section 12, issue 37): a real daemon asks the provider
+/// Reconciliation end to end (README.md, "Reconciliation"; issue 37): a real daemon asks the provider
 /// double, over real HTTP, about orders that went quiet, and records the answers through the
 /// one write path, on both stores.
 @Suite("Reconciliation: asking providers about orders that went quiet", .heavy)
-
 struct ReconciliationTests {
     /// What the double answers about each provider's order, and what the provider's own late
     /// callback of the same payment is then recorded as.
@@ -92,7 +91,7 @@ struct ReconciliationTests {
             #expect(after.objects("notifications").last?.string("verdict") == paid.lateVerdict, "\(paid.provider)")
             #expect(after.string("state") == "paid")
         }
-        // The requests, to the byte where inquiries.md fixes them, as the double checked them.
+        // The requests, to the byte where docs/providers.md fixes them, as the double checked them.
         let ipay88 = try await harness.double.inquiries("ipay88", order: "IP-1")
         #expect(ipay88.count == 1 && ipay88[0].method == "POST" && ipay88[0].path == "/epayment/enquiry.asp")
         #expect(ipay88.first?.body == "MerchantCode=KH00001&RefNo=IP-1&Amount=12.34")
@@ -147,10 +146,9 @@ struct ReconciliationTests {
     }
 }
 
-/// Every row of every answer table of inquiries.md, asked through the ops API (the schedule's
+/// Every row of every answer table of docs/providers.md, asked through the ops API (the schedule's
 /// first step is an hour away), on both stores.
 @Suite("Reconciliation: every answer of every provider", .heavy)
-
 struct InquiryAnswerTests {
     /// One answer: what the double says, and what ipnd must make of it.
     struct Row: Sendable, CustomStringConvertible {
@@ -244,7 +242,7 @@ struct InquiryAnswerTests {
             #expect(inquiry.string("trigger") == "api")
             #expect(inquiry.string("verdict") == row.verdict, "\(row)")
             if let error = row.error {
-                // "unauthorized" is the whole of the record's error (product.md section 12); others say more.
+                // "unauthorized" is the whole of the record's error (README.md, "Reconciliation"); others say more.
                 #expect(error == "unauthorized" ? inquiry.string("error") == error : inquiry.string("error")?.contains(error) == true, "\(row): \(inquiry)")
             }
             if let providerStatus = row.providerStatus { #expect(inquiry.string("provider_status") == providerStatus, "\(row)") }
@@ -323,10 +321,9 @@ struct InquiryAnswerTests {
     }
 }
 
-/// The schedule and the faults of product.md section 12, on the daemon's clock: the tests move
-/// it forward and wait for what comes due.
+/// The schedule and the faults (README.md, "Reconciliation"), on the daemon's clock: the tests
+/// move it forward and wait for what comes due.
 @Suite("Reconciliation: the schedule, faults and nodes", .heavy)
-
 struct ReconcileScheduleTests {
     /// When each inquiry about `order` was asked, on the daemon's clock (Unix ms), oldest first.
     func askedAt(_ harness: ReconcileHarness, _ provider: String, _ order: String) throws -> [Int64] {
@@ -654,7 +651,6 @@ struct ReconcileScheduleTests {
 
 /// The commands, the metrics, and what must never be shown.
 @Suite("Reconciliation: commands, metrics and secrets", .heavy)
-
 struct ReconcileOpsTests {
     @Test("orders reconcile and inquiries list; exit codes 0, 1, 2 and 5; the metrics with HELP; no credential, token or signature anywhere")
     func commandsMetricsSecrets() async throws {
@@ -751,7 +747,6 @@ struct ReconcileOpsTests {
 /// The console's side of reconciliation over HTTP: the order page's inquiries and its "Ask the
 /// provider now" form (a POST with the session's CSRF token), and the overview's counts.
 @Suite("Reconciliation in the console", .heavy)
-
 struct ReconcileConsoleTests {
     @Test("the order page lists inquiries and asks the provider now; the overview counts awaiting and unsettled orders")
     func console() async throws {
@@ -814,7 +809,6 @@ struct ReconcileConsoleTests {
 
 /// A reload puts reconciliation's settings and accounts in force without a restart.
 @Suite("Reconciliation and reload", .heavy)
-
 struct ReconcileReloadTests {
     @Test("an account given an inquiry section by a reload is asked; one whose section a reload removes is no longer asked")
     func reload() async throws {

@@ -26,7 +26,6 @@ private func sum(of key: String, inLinesWith parts: [String], _ lines: [String])
 }
 
 @Suite("Storage bounds: the rejected-request budget and retention over HTTP (issue 33)", .heavy)
-
 struct StorageBoundsTests {
     @Test("""
         20,000 bad-signature 64 KB requests from one address grow the store by no more than the budget allows, while real \

@@ -187,7 +187,7 @@ struct StoreFailureTests {
 
     @Test("a write lock held past the request deadline: a request that arrived in time waits for its commit and is acknowledged, not cut off with 408")
     func writeLockPastDeadline() async throws {
-        // request_timeout_seconds bounds a request's arrival (product.md section 2), not its
+        // request_timeout_seconds bounds a request's arrival (README.md, "Configuration"), not its
         // wait for the store: that ends in the acknowledgement, or in 503 at the busy timeout.
         let daemon = try await TestDaemon.start(serverYAML: "  request_timeout_seconds: 1")
         let (answer, waited) = try await Self.paymentWhileLocked(daemon, order: "LK-2", lockSeconds: 3.5)

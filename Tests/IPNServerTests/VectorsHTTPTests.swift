@@ -4,7 +4,7 @@ import IPNTestSupport
 import IPNCore
 import Testing
 
-/// providers.md's vectors, byte for byte, through a real server into a real SQLite file (the
+/// The vectors of docs/providers.md, byte for byte, through a real server into a real SQLite file (the
 /// Unlimint vector has its own suite).
 @Suite("Provider vectors end to end over HTTP", .heavy)
 struct VectorsHTTPTests {

@@ -4,7 +4,7 @@ import IPNStore
 import IPNTestSupport
 import Testing
 
-/// Reconciliation's store side (product.md section 12), on every backend: the schedule a change
+/// Reconciliation's store side (README.md, "Reconciliation"), on every backend: the schedule a change
 /// gives an order, claims as leases, inquiries recorded through the one write path.
 @Suite("Inquiries: the schedule, claims and the one write path", .heavy)
 struct InquiryStoreTests {

@@ -137,7 +137,7 @@ struct WritePathTests {
 
         // The other way round: the euro refund is counted first, so the dollar payment comes too
         // late to move the order. It is stale, like any late payment with no expectation to
-        // disagree with (product.md section 5), and its amount is not taken as the order's.
+        // disagree with (README.md, "What it does"), and its amount is not taken as the order's.
         let refundFirst = notification("R2", .refund(RefundInfo(refundID: "R2", amount: euros)), order: "O2", kind: .refund, amount: euros)
         #expect(try await store.store.record(.verified(request(), refundFirst)).verdict == .applied)
         let payment = try await store.store.record(.verified(request(), notification("paid-2", .transition(.paid), order: "O2")))

@@ -1,4 +1,4 @@
-/// When ipnd asks about an order that has not settled (product.md section 12), as a pure
+/// When ipnd asks about an order that has not settled (README.md, "Reconciliation"), as a pure
 /// function of the order's last change: the steps are waits after that change (`10m, 30m, 1h,
 /// ...`), then one every 24 h, until `give_up_after` has passed since the change. A step whose
 /// moment has passed by the time the previous inquiry ends is skipped, never asked late in a
@@ -19,7 +19,7 @@ public struct InquirySchedule: Sendable, Equatable {
         self.giveUpAfterMillis = max(0, giveUpAfterMillis)
     }
 
-    /// product.md's defaults: 10m, 30m, 1h, 3h, 6h, 12h, 24h, then every 24 h; give up after 7 d.
+    /// The defaults (README.md, "Reconciliation"): 10m, 30m, 1h, 3h, 6h, 12h, 24h, then every 24 h; give up after 7 d.
     public static let standard = InquirySchedule(
         stepsMillis: [10, 30, 60, 180, 360, 720, 1440].map { Int64($0) * 60_000 }, giveUpAfterMillis: 7 * 86_400_000)
 

@@ -1,5 +1,5 @@
 /// What every provider's inquiry code shares: URLs built from the configured base, the texts
-/// of messages about answers, and the rules every reading keeps (inquiries.md).
+/// of messages about answers, and the rules every reading keeps (docs/providers.md, "Status APIs").
 public enum InquiryURL {
     /// `base` with `path` appended, without a doubled or missing slash between them:
     /// `https://api.citconpay.com/v1` + `/access-tokens`.

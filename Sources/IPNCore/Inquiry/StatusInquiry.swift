@@ -1,5 +1,5 @@
-/// Asking a provider's status API what became of an order (product.md section 12,
-/// inquiries.md). Like `verify(_:)` for callbacks, every piece here is pure: a provider builds
+/// Asking a provider's status API what became of an order (README.md, "Reconciliation";
+/// docs/providers.md, "Status APIs"). Like `verify(_:)` for callbacks, every piece here is pure: a provider builds
 /// the bytes of the request and reads the bytes of the answer into the same
 /// `VerifiedNotification`s its callbacks produce; the reconciler does the I/O.
 
@@ -125,7 +125,7 @@ public struct AccessToken: Sendable, Equatable {
     }
 }
 
-/// What an answer says, read by the provider's rules (inquiries.md).
+/// What an answer says, read by the provider's rules (docs/providers.md).
 public enum InquiryReading: Sendable, Equatable {
     /// Facts to record through the one write path, oldest first; `providerStatus` is the
     /// status word the inquiry record shows (the newest fact's).

@@ -1,4 +1,4 @@
-/// The state of an order, as product.md section 5 names and ranks them.
+/// The state of an order, as README.md ("What it does") names and ranks them.
 public enum OrderState: String, Sendable, CaseIterable, Codable {
     case expected
     case pending
@@ -29,7 +29,7 @@ public enum OrderState: String, Sendable, CaseIterable, Codable {
     public var isUnsuccessfulEnd: Bool { rank == 30 }
 }
 
-/// What ipnd concluded about one received request (product.md section 6).
+/// What ipnd concluded about one received request (README.md, "What it does").
 public enum Verdict: String, Sendable, CaseIterable, Codable {
     case applied
     case recorded

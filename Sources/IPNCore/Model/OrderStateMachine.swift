@@ -49,12 +49,12 @@ public struct Decision: Sendable, Equatable {
 /// Flags ipnd raises on orders for people to look at.
 public enum OrderFlag: String, Sendable, Codable {
     case amountMismatch = "amount_mismatch"
-    /// Reconciliation gave up on the order (product.md section 12): `give_up_after` passed
+    /// Reconciliation gave up on the order (README.md, "Reconciliation"): `give_up_after` passed
     /// since its last change while it was not settled. Removed when it settles.
     case unsettled
 }
 
-/// The transition rule of product.md section 5, pure and provider-independent.
+/// The transition rule (README.md, "What it does"), pure and provider-independent.
 ///
 /// Notifications may arrive in any order and any number of times: transitions only climb in
 /// rank, except a second partial refund that grows the refunded total and the two named
@@ -157,7 +157,7 @@ public enum OrderStateMachine {
         }
         let isChargebackReinstatement = isChargebackReversal && order.state == .chargedBack
         let movesMoney = (target == .authorized || target == .paid)
-        // product.md section 5: whatever would move the order to authorized or paid, a
+        // README.md, "What it does": whatever would move the order to authorized or paid, a
         // chargeback resolved for the merchant included, must carry the expected amount. A
         // reinstatement that carries no amount is let through: the payment it reinstates was
         // checked when it was paid.
@@ -172,7 +172,7 @@ public enum OrderStateMachine {
         if isChargebackReinstatement, order.refundedMinor > 0 {
             // Refunds made before the chargeback, or counted while it stood, still stand: the
             // order goes back to what it was without the chargeback, so the final state does not
-            // depend on whether a refund arrived before or after the dispute (product.md section 5).
+            // depend on whether a refund arrived before or after the dispute (README.md, "What it does").
             let refundedInFull = order.amount.map { order.refundedMinor >= $0.minor } ?? false
             return Decision(
                 verdict: .applied, newState: refundedInFull ? .refunded : .partiallyRefunded,
@@ -193,7 +193,7 @@ public enum OrderStateMachine {
         // An authorization or payment that disagrees with the expectation flags the order even
         // when it arrives too late to move it: on time it would have been a mismatch, and whether
         // an underpayment is noticed must not depend on the arrival order. The verdict stays
-        // `stale` (it moves nothing, product.md section 5) and the amount is not taken.
+        // `stale` (it moves nothing, by the rank rule) and the amount is not taken.
         if target == .authorized || target == .paid, let expected = order.expected, expected != amount {
             return Decision(
                 verdict: .stale, flag: .amountMismatch,
@@ -201,7 +201,7 @@ public enum OrderStateMachine {
             )
         }
         // A payment in another currency than the order's money so far (its refunds, say) tells
-        // nothing about the order's amount. product.md section 5 keeps `mismatch` for an
+        // nothing about the order's amount. `mismatch` is kept (README.md, "Commands") for an
         // expectation disagreeing with a notification that would move the order; this one moves
         // nothing, so it is stale and changes nothing, with the currencies in its detail.
         if let known = order.amount?.currency ?? order.refundCurrency, known != amount.currency {
@@ -255,7 +255,7 @@ public enum OrderStateMachine {
             )
         }
         let previousTotal = order?.refundedMinor ?? 0
-        // The cumulative total the provider states (providers.md: Citcon's `amount_refunded`)
+        // The cumulative total the provider states (docs/providers.md: Citcon's `amount_refunded`)
         // is the refunded total. Otherwise it is the distinct refunds added up, or what the
         // order's amount less what remains gives, whichever is larger: a callback's `remaining`
         // can only be read once the order's amount is known, which may be after a later refund.

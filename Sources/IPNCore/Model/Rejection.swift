@@ -49,7 +49,7 @@ public enum RejectReason: String, Sendable, CaseIterable, Codable {
     /// `NotificationLimits` allow.
     case fieldTooLong = "field_too_long"
 
-    /// The HTTP status the rejection is answered with (product.md section 3).
+    /// The HTTP status the rejection is answered with (docs/providers.md, "Rules common to every provider").
     public var httpStatus: Int {
         switch self {
         case .badCredentials: 401

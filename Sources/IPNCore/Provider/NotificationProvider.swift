@@ -34,10 +34,10 @@ public protocol NotificationProvider: Sendable {
     /// What `check-config` shows about the account, with secrets redacted.
     var summary: [(key: String, value: String)] { get }
 
-    /// The keys the account's `inquiry` section takes besides `url` (product.md section 12).
+    /// The keys the account's `inquiry` section takes besides `url` (README.md, "Reconciliation").
     /// Secrets there are single values (`NAME_file` allowed).
     static var inquiryKeys: [AccountKey] { get }
-    /// Where the status API is when `inquiry.url` is not set (inquiries.md).
+    /// Where the status API is when `inquiry.url` is not set (docs/providers.md).
     static var defaultInquiryURL: String { get }
     /// The account's status inquiry; nil when its config has no `inquiry` section.
     var inquiry: (any StatusInquiry)? { get }

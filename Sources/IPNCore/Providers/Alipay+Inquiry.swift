@@ -1,4 +1,4 @@
-/// Antom's inquiryPayment (inquiries.md section 2): a JSON `POST` signed with the merchant's
+/// Antom's inquiryPayment (docs/providers.md, "Alipay global (Antom)"): a JSON `POST` signed with the merchant's
 /// private key, answered with a body Antom signs with its own, which is verified with the
 /// account's Antom `public_key` before anything in it is read.
 public struct AlipayInquiry: StatusInquiry {
@@ -7,7 +7,7 @@ public struct AlipayInquiry: StatusInquiry {
     public static let path = "/ams/api/v1/payments/inquiryPayment"
     public static let sandboxPath = "/ams/sandbox/api/v1/payments/inquiryPayment"
     /// The `resultCode` (with `resultStatus` `F`) that says Antom does not know the payment:
-    /// outcome `not_found`. **Assumption** (inquiries.md section 2): the code Alipay's inquiry
+    /// outcome `not_found`. **Assumption** (docs/providers.md, "Alipay global (Antom)"): the code Alipay's inquiry
     /// APIs of the same family use; Antom's own table was not found. Change it here.
     public static let unknownOrderResultCode = "ORDER_NOT_EXIST"
 

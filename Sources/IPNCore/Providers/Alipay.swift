@@ -1,6 +1,6 @@
 /// Alipay global (Antom) notifyPayment / notifyCapture / notifyRefund: RSASSA-PKCS1-v1_5
 /// SHA-256 over `POST <path>\n<client-id>.<request-time>.<body>`, in the `signature` header
-/// (providers.md section 3).
+/// (docs/providers.md, "Alipay global (Antom)").
 public struct Alipay: NotificationProvider {
     public static let name = "alipay"
     public static let defaultInquiryURL = "https://open-sea-global.alipay.com"
@@ -10,7 +10,7 @@ public struct Alipay: NotificationProvider {
         AccountKey("notify_path", .string, required: false),
         AccountKey("simulate_private_key_file", .fileContents, required: false),
     ]
-    /// inquiryPayment is signed with the merchant's own private key (inquiries.md section 2).
+    /// inquiryPayment is signed with the merchant's own private key (docs/providers.md, "Alipay global (Antom)").
     public static let inquiryKeys = [
         AccountKey("merchant_private_key", .secret, required: true),
         AccountKey("key_version", .string, required: false),

@@ -1,4 +1,4 @@
-/// Citcon UPI's transaction inquiry (inquiries.md section 5): a server token taken with the
+/// Citcon UPI's transaction inquiry (docs/providers.md, "Citcon"): a server token taken with the
 /// UPI private key, then `GET /transactions/<id>` by Citcon's own transaction id, answered
 /// with the transaction as a UPI IPN carries it. Its authenticity rests on TLS to the
 /// configured host.

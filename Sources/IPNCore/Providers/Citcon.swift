@@ -1,4 +1,4 @@
-/// Citcon IPN in both generations (providers.md section 1): the UPI API (`status` +
+/// Citcon IPN in both generations (docs/providers.md, "Citcon"): the UPI API (`status` +
 /// `transaction_type`, SHA-256 with `&secret=`) and the legacy CHOP API (`notify_status`, MD5
 /// with `&token=`), each as a JSON or a form body. The signature covers the body's `fields`
 /// and every field it names, sorted by byte order; `sign` carries the lowercase hex digest.
@@ -9,8 +9,8 @@ public struct Citcon: NotificationProvider {
         AccountKey("api_secret", .secret, required: false),
         AccountKey("api_token", .secret, required: false),
     ]
-    /// The UPI server private key the transaction inquiry's token is taken with (inquiries.md
-    /// section 5).
+    /// The UPI server private key the transaction inquiry's token is taken with (docs/providers.md,
+    /// "Citcon").
     public static let inquiryKeys = [AccountKey("private_key", .secret, required: true)]
     public static let simulationDefaults = SimulationDefaults(paidStatus: "success", currency: "USD")
     public static var knownStatuses: [String] { CitconMapping.chargeStatuses }
@@ -280,7 +280,7 @@ struct CitconSignedFields {
     }
 }
 
-/// What a verified Citcon notification means for its order (providers.md section 1).
+/// What a verified Citcon notification means for its order (docs/providers.md, "Citcon").
 enum CitconMapping {
     static func upi(_ fields: CitconSignedFields) throws(Rejection) -> VerifiedNotification {
         let id = try fields.required("id")
@@ -319,7 +319,7 @@ enum CitconMapping {
         let reference = try fields.required("reference")
         let status = try fields.required("notify_status")
         let amount = try fields.money("amount")
-        // CHOP knows one success word, as providers.md writes it; any other value is a failure.
+        // CHOP knows one success word (docs/providers.md, "Citcon"); any other value is a failure.
         let effect: NotificationEffect = status == "success" ? .transition(.paid) : .transition(.failed)
         return VerifiedNotification(
             kind: .payment,
@@ -370,7 +370,7 @@ enum CitconMapping {
         }
     }
 
-    /// Chargeback stages: `Lost` and `Won` (as providers.md writes them, like every other status
+    /// Chargeback stages: `Lost` and `Won` (as docs/providers.md writes them, like every other status
     /// word, matched exactly) decide; every other stage is only recorded.
     static func chargebackEffect(_ stage: String) -> NotificationEffect {
         switch stage {

@@ -1,4 +1,4 @@
-/// iPay88's `enquiry.asp` re-query (inquiries.md section 1): a form post of the merchant code,
+/// iPay88's `enquiry.asp` re-query (docs/providers.md, "iPay88"): a form post of the merchant code,
 /// the reference and the amount, answered with one line of plain text. Its authenticity rests
 /// on TLS to the configured host.
 public struct IPay88Inquiry: StatusInquiry {

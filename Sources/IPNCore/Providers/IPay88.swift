@@ -1,4 +1,4 @@
-/// iPay88 Backend Post (providers.md section 2): a form body whose `Signature` hashes
+/// iPay88 Backend Post (docs/providers.md, "iPay88"): a form body whose `Signature` hashes
 /// MerchantKey + MerchantCode + PaymentId + RefNo + AmountDigits + Currency + Status with
 /// SHA-1 (base64), SHA-256 (hex) or HMAC-SHA512 (hex) by the merchant's gateway version.
 public struct IPay88: NotificationProvider {
@@ -160,7 +160,7 @@ public struct IPay88: NotificationProvider {
     // MARK: Mapping (callbacks and re-queries)
 
     /// What a payment `Status` (as posted, or as a re-query answer means it) does to its order:
-    /// `1` paid, `0` failed, `6` pending (providers.md section 2).
+    /// `1` paid, `0` failed, `6` pending (docs/providers.md, "iPay88").
     /// `knownStatuses` lists these words: keep the two together.
     public static func effect(ofStatus status: String) -> NotificationEffect {
         switch status {

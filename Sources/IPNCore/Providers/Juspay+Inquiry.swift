@@ -1,4 +1,4 @@
-/// Juspay's order status API (inquiries.md section 4): `GET /orders/<order_ref>` with the
+/// Juspay's order status API (docs/providers.md, "Juspay"): `GET /orders/<order_ref>` with the
 /// merchant's API key as Basic credentials, answered with the order as the webhooks'
 /// `content.order` carries it. Its authenticity rests on TLS to the configured host.
 public struct JuspayInquiry: StatusInquiry {

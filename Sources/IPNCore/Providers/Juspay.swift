@@ -1,5 +1,5 @@
 /// Juspay webhooks (Express Checkout / Payment Page): HTTP Basic credentials set in the
-/// Juspay dashboard, no body signature (providers.md section 5).
+/// Juspay dashboard, no body signature (docs/providers.md, "Juspay").
 public struct Juspay: NotificationProvider {
     public static let name = "juspay"
     public static let defaultInquiryURL = "https://api.juspay.in"
@@ -7,7 +7,7 @@ public struct Juspay: NotificationProvider {
         AccountKey("username", .secret, required: true),
         AccountKey("password", .secret, required: true),
     ]
-    /// The API key and merchant id the order status API is asked with (inquiries.md section 4),
+    /// The API key and merchant id the order status API is asked with (docs/providers.md, "Juspay"),
     /// not the webhook's Basic username and password.
     public static let inquiryKeys = [
         AccountKey("api_key", .secret, required: true),
@@ -56,7 +56,7 @@ public struct Juspay: NotificationProvider {
     }
 
     public static func answer(for rejection: Rejection) -> ProviderAnswer {
-        // providers.md: a missing or wrong Authorization answers 401 with the challenge.
+        // docs/providers.md: a missing or wrong Authorization answers 401 with the challenge.
         if rejection.reason == .badCredentials || rejection.header?.caseInsensitiveEquals("Authorization") == true {
             var answer = ProviderAnswer.text(401, "invalid credentials")
             answer.headers = [("WWW-Authenticate", #"Basic realm="ipnd""#)]

@@ -1,4 +1,4 @@
-/// Unlimint's payment list by merchant order (inquiries.md section 3): a bearer token taken
+/// Unlimint's payment list by merchant order (docs/providers.md, "Unlimint"): a bearer token taken
 /// with the API terminal's code and password, then `GET /api/payments` for the order within a
 /// window of under 7 days. Each payment listed is read as its `payment_data` callback would be.
 public struct UnlimintInquiry: StatusInquiry {
@@ -122,7 +122,7 @@ public struct UnlimintInquiry: StatusInquiry {
                 return .error("data[\(index)] cannot be read: \(error.detail)", providerStatus: nil)
             }
         }
-        // **Assumption** (inquiries.md section 3): an order Unlimint does not know answers 200
+        // **Assumption** (docs/providers.md, "Unlimint"): an order Unlimint does not know answers 200
         // with an empty `data`; this line is the one place that says so.
         guard !payments.isEmpty else { return .notFound(providerStatus: nil) }
         if payments.count > 1 {

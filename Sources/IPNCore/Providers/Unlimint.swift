@@ -1,10 +1,10 @@
 /// Unlimint (Cardpay) API v3 callbacks: lowercase hex SHA-512 of the raw body followed by the
-/// callback secret, in the `Signature` header (providers.md section 4).
+/// callback secret, in the `Signature` header (docs/providers.md, "Unlimint").
 public struct Unlimint: NotificationProvider {
     public static let name = "unlimint"
     public static let defaultInquiryURL = "https://cardpay.com"
     public static let accountKeys = [AccountKey("callback_secret", .secret, required: true)]
-    /// The API terminal the payment list is asked with (inquiries.md section 3).
+    /// The API terminal the payment list is asked with (docs/providers.md, "Unlimint").
     public static let inquiryKeys = [
         AccountKey("terminal_code", .string, required: true),
         AccountKey("terminal_password", .secret, required: true),

@@ -21,7 +21,7 @@ public enum DeliveryDecision: Sendable, Equatable {
     case failed
 }
 
-/// The retry policy of product.md section 8, as pure functions of the delivery's history, the
+/// The retry policy (README.md, "Connecting your application"), as pure functions of the delivery's history, the
 /// current time and a jitter value, so callers inject the clock and the random source.
 ///
 /// Times are unix milliseconds. After a failed attempt number `n` (1 for the first) that ended

@@ -1,5 +1,5 @@
 /// Standard Webhooks symmetric signatures (`v1`): HMAC-SHA256 of `id.timestamp.body`, keyed
-/// with each secret's decoded key, base64-encoded (product.md section 8).
+/// with each secret's decoded key, base64-encoded (README.md, "Connecting your application").
 public enum WebhookSignature {
     /// The `webhook-signature` value: `v1,<base64>` for each secret in order, joined by single
     /// spaces (several secrets while one is being rotated). Empty when `secrets` is.

@@ -271,8 +271,8 @@ struct ProviderEndpoint: Sendable {
         return live.current.account(provider: String(parts[2]), name: account) != nil
     }
 
-    /// 413, and the connection ends with it: the body is not read past the limit (product.md
-    /// section 3).
+    /// 413, and the connection ends with it: the body is not read past the limit (docs/providers.md,
+    /// "Rules common to every provider").
     private func tooLarge(_ request: Request, context: IPNRequestContext, provider: String, account: String, detail: String) -> Response {
         metrics.tooLarge(provider: provider)
         let clientIP = clientAddress(of: request, context: context)

@@ -4,7 +4,7 @@ import Logging
 import ServiceLifecycle
 
 /// How many rejected requests each client may have stored per window
-/// (`server.rejected_store_per_minute`, product.md section 11): unauthenticated traffic cannot
+/// (`server.rejected_store_per_minute`; README.md, "Rejected notifications"): unauthenticated traffic cannot
 /// fill the disk. Beyond the budget a rejected request is answered as it would be, but not
 /// stored; at the end of each window every client that went past it is reported once, with
 /// how many of its requests were not stored.

@@ -5,7 +5,7 @@ import IPNStore
 import Logging
 import ServiceLifecycle
 
-/// `store.retention` (product.md section 11): every `interval`, removes rejected notifications
+/// `store.retention` (README.md, "Rejected notifications"): every `interval`, removes rejected notifications
 /// older than `rejected_days`, and events older than `events_days` that no delivery target
 /// still owes, with their deliveries. Authentic notifications, orders and transitions are never
 /// removed.

@@ -4,7 +4,7 @@ import IPNCore
 import IPNStore
 import Logging
 
-/// Reconciliation's ops API (product.md section 12):
+/// Reconciliation's ops API (README.md, "Reconciliation"):
 /// `POST /api/v1/orders/{provider}/{order_ref}/inquiries?account=` asks the provider now and
 /// answers 200 with the inquiry record whatever its outcome (404 for an unknown order, 409 for
 /// an account without `inquiry`); `GET /api/v1/inquiries?provider=&account=&order_ref=&outcome=

@@ -3,7 +3,7 @@ import IPNConfig
 import IPNCore
 import IPNStore
 
-/// `notifications reverify` (product.md section 11): verifies stored `rejected` requests again
+/// `notifications reverify` (README.md, "Rejected notifications"): verifies stored `rejected` requests again
 /// with today's config (a secret fixed, an account added, `allow_ips` widened) and, with
 /// `apply`, records each one that now verifies through the normal write path as a new
 /// notification whose `reverified_from` is the rejected one: dedup, the state machine, events

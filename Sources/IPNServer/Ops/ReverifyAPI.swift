@@ -6,7 +6,7 @@ import IPNStore
 import Logging
 import NIOCore
 
-/// `POST /api/v1/notifications/reverify` (product.md section 11) with the selection of
+/// `POST /api/v1/notifications/reverify` (README.md, "Rejected notifications") with the selection of
 /// `ipnd notifications reverify` as a JSON object:
 /// `{"ids": [17, 18], "provider": "unlimint", "account": "default", "reason": "bad_signature",
 /// "since": "2026-11-26", "apply": false, "after": 0, "limit": 100}`, every member optional

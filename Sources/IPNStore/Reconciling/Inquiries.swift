@@ -12,7 +12,7 @@ public enum InquiryTrigger: String, Sendable, CaseIterable, Codable {
     case console
 }
 
-/// What an inquiry came to (product.md section 12).
+/// What an inquiry came to (README.md, "Reconciliation").
 public enum InquiryOutcome: String, Sendable, CaseIterable, Codable {
     /// The answer carried a fact not stored before: it was recorded as a notification.
     case recorded
@@ -301,7 +301,7 @@ public enum InquiryPlanning {
 
     /// The schedule action for `inquiry`, given the order as its facts left it, whether they
     /// changed it, and the schedule in force. An inquiry that changes nothing moves the order to
-    /// its next step (product.md section 12): a scheduled one as its claim says, if it still
+    /// its next step (README.md, "Reconciliation"): a scheduled one as its claim says, if it still
     /// holds the order; one asked by hand from the order's own step, if it is scheduled.
     public static func scheduleAction(
         _ inquiry: CompletedInquiry, order: StoredOrder?, changed: Bool, schedule: InquirySchedule

@@ -172,7 +172,7 @@ public struct RecordingPlanner: Sendable {
             order: snapshot, notification: notification, refundAlreadyCounted: refundCounted,
             refundsRecordedMinor: refundsRecorded)
 
-        // The first transition is from null (product.md section 1), also for an order that
+        // The first transition is from null (README.md, "What it does"), also for an order that
         // notifications with no state effect created.
         let previousState = snapshot?.hasTransitions == false ? nil : working.order?.order.state
         let txnID = notification.describesThePayment ? notification.providerTxnID : nil
@@ -198,9 +198,9 @@ public struct RecordingPlanner: Sendable {
                 hasTransitions: false)
         } else if working.order == nil, let orderRef = notification.orderRef {
             // A notification that names an unknown order creates it whatever its kind
-            // (product.md section 5). One with no state effect (a payout, a chargeback stage,
+            // (README.md, "What it does"). One with no state effect (a payout, a chargeback stage,
             // an unknown status) says nothing settled about the payment and causes no
-            // transition (providers.md): the order shows `pending` (`expected` is only for
+            // transition (README.md, "What it does"): the order shows `pending` (`expected` is only for
             // orders known from an expectation alone) with no transition yet, and the first
             // notification that moves it, `pending` included, is applied from null.
             working.order = OrderFacts(

@@ -25,7 +25,7 @@ public struct StoredOrder: Sendable, Equatable {
     public var providerTxnID: String?
     public var createdAt: String
     public var updatedAt: String
-    /// Where the order is in the inquiry schedule (product.md section 12).
+    /// Where the order is in the inquiry schedule (README.md, "Reconciliation").
     public var inquiry: InquiryScheduleState
 
     public init(
@@ -59,7 +59,7 @@ public struct StoredOrder: Sendable, Equatable {
         OrderSnapshot(state: state, amount: amount, refundedMinor: refundedMinor, expected: expected)
     }
 
-    /// The orders-list object of product.md section 1, as events carry it.
+    /// The orders-list object (README.md, "Commands"), as events carry it.
     public var json: JSONOut {
         RecordJSON.order(OrderRecord(
             id: id ?? 0, provider: scope.provider, account: scope.account, orderRef: orderRef,

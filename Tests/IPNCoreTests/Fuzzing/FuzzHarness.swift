@@ -225,7 +225,7 @@ enum AmountOracle {
         return Int64(String(decoding: bytes, as: UTF8.self))
     }
 
-    /// What `text` is in minor units by the rules of providers.md: plain decimal digits, at most
+    /// What `text` is in minor units by the rules of docs/providers.md: plain decimal digits, at most
     /// `exponent` decimals, optionally grouped by commas in threes; anything else is refused.
     static func expectedMajor(_ text: String, exponent: Int, separators: Bool) -> Int64? {
         let parts = text.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)

@@ -2,7 +2,7 @@ import Foundation
 import IPNCore
 import Testing
 
-/// The field names of product.md section 1, written out from the spec (not from ipnd's code).
+/// The field names of the JSON objects the README documents, written out here (not from ipnd's code).
 enum SpecFields {
     static let order: Set<String> = [
         "provider", "account", "order_ref", "provider_txn_id", "state", "amount_minor", "amount", "currency",

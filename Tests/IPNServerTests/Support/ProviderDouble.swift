@@ -5,7 +5,7 @@ import NIOCore
 import Testing
 
 /// tools/provider_double.py as a child process: one HTTP server speaking the five providers'
-/// status APIs as inquiries.md describes, written apart from ipnd's code. It checks ipnd's
+/// status APIs as docs/providers.md describes them, written apart from ipnd's code. It checks ipnd's
 /// requests as the provider would (Antom's signature, Basic auth, tokens it issued and expires),
 /// records every request with its checks, and answers each order as a test scripts it.
 final class ProviderDouble: @unchecked Sendable {
