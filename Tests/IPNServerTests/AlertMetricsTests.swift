@@ -1,11 +1,12 @@
 import Foundation
+import IPNTestSupport
 import IPNCore
 @testable import IPNServer
 import Testing
 
 /// The metrics the alerting rules (deploy/prometheus/ipnd.rules.yml) need beside the others:
 /// per-account notifications and rejections, readiness, a paused target, the last reload.
-@Suite("/metrics for the alerts: accounts, rejections by reason, readiness, paused targets, reload (issue 45)")
+@Suite("/metrics for the alerts: accounts, rejections by reason, readiness, paused targets, reload (issue 45)", .heavy)
 struct AlertMetricsTests {
     @Test("every configured account has ipnd_account_notifications_total from the start; authentic notifications count under their account, rejected ones do not")
     func accountNotifications() async throws {

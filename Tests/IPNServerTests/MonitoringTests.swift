@@ -1,4 +1,5 @@
 import Foundation
+import IPNTestSupport
 @testable import IPNServer
 import Testing
 
@@ -12,7 +13,7 @@ import Testing
 /// that the families the rules read have series (a delivery target, an inquiry account, an
 /// applied and a rejected notification), not with `MetricHelp.texts`: a HELP entry does not show
 /// that a series of that name, with those labels and the histogram's `_bucket` suffix, exists.
-@Suite("Alerting rules and dashboard: only metrics ipnd exports, a dashboard Grafana imports (issue 45)")
+@Suite("Alerting rules and dashboard: only metrics ipnd exports, a dashboard Grafana imports (issue 45)", .heavy)
 struct MonitoringTests {
     /// Metrics the rules read that come with a feature this build does not have yet; their rules
     /// are a group of their own (`ipnd.audit`). Once `MetricHelp.texts` declares one, it is

@@ -1,10 +1,11 @@
 import Foundation
+import IPNTestSupport
 import Testing
 
 /// `ipnd serve` makes the SQLite store's directory when it is missing, and refuses to start,
 /// naming the directory and the reason, when it cannot (issue 46). Each test runs the built
 /// binary, as the unit does.
-@Suite("serve makes the store's directory")
+@Suite("serve makes the store's directory", .heavy)
 struct StoreDirectoryTests {
     /// A config in a directory of its own, storing at `storePath`, readable by `owner` when given.
     private static func config(storePath: String, in root: URL, owner: UInt32? = nil) throws -> String {
