@@ -1,4 +1,17 @@
 #!/bin/sh
+##===----------------------------------------------------------------------===##
+##
+## This source file is part of the ipnd open source project
+##
+## Copyright (c) the ipnd authors
+## Licensed under Apache License v2.0
+##
+## See LICENSE for license information
+##
+## SPDX-License-Identifier: Apache-2.0
+##
+##===----------------------------------------------------------------------===##
+
 # Fails, naming file and line, on any Markdown file a tracked file names that the repository
 # does not hold: a contributor or a user of the package must be able to open every document the
 # code, the docs and the scripts cite.

@@ -1,4 +1,17 @@
 #!/usr/bin/env bash
+##===----------------------------------------------------------------------===##
+##
+## This source file is part of the ipnd open source project
+##
+## Copyright (c) the ipnd authors
+## Licensed under Apache License v2.0
+##
+## See LICENSE for license information
+##
+## SPDX-License-Identifier: Apache-2.0
+##
+##===----------------------------------------------------------------------===##
+
 # scripts/deb-copyright.sh [MANIFEST]: prints the package's /usr/share/doc/ipnd/copyright in
 # Debian's machine-readable format (https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/).
 #

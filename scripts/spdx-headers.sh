@@ -1,4 +1,17 @@
 #!/usr/bin/env bash
+##===----------------------------------------------------------------------===##
+##
+## This source file is part of the ipnd open source project
+##
+## Copyright (c) the ipnd authors
+## Licensed under Apache License v2.0
+##
+## See LICENSE for license information
+##
+## SPDX-License-Identifier: Apache-2.0
+##
+##===----------------------------------------------------------------------===##
+
 # scripts/spdx-headers.sh [--check]: the licence header every Swift, Python and shell source file
 # under Sources/, Tests/, tools/, scripts/ and Fuzz/ starts with, as SwiftNIO and Hummingbird put
 # theirs: a short comment block naming the project, the licence and its SPDX identifier.

@@ -1,4 +1,17 @@
 #!/usr/bin/env bash
+##===----------------------------------------------------------------------===##
+##
+## This source file is part of the ipnd open source project
+##
+## Copyright (c) the ipnd authors
+## Licensed under Apache License v2.0
+##
+## See LICENSE for license information
+##
+## SPDX-License-Identifier: Apache-2.0
+##
+##===----------------------------------------------------------------------===##
+
 # Checks and unit-tests ipnd's Prometheus rules (deploy/prometheus) with promtool: `promtool check
 # rules` on the rules, then `promtool test rules` on each test file beside them. Used by make test
 # and make test-alert-rules.

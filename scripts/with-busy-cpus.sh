@@ -1,4 +1,17 @@
 #!/usr/bin/env bash
+##===----------------------------------------------------------------------===##
+##
+## This source file is part of the ipnd open source project
+##
+## Copyright (c) the ipnd authors
+## Licensed under Apache License v2.0
+##
+## See LICENSE for license information
+##
+## SPDX-License-Identifier: Apache-2.0
+##
+##===----------------------------------------------------------------------===##
+
 # scripts/with-busy-cpus.sh N COMMAND...: runs COMMAND while N busy processes (tight shell loops at
 # normal priority) compete with it for the CPU, as other jobs do on a shared CI runner or a
 # laptop; then stops them and prints how long COMMAND took and how much CPU the busy ones got.

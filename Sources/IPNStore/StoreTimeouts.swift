@@ -1,3 +1,16 @@
+//===----------------------------------------------------------------------===//
+//
+// This source file is part of the ipnd open source project
+//
+// Copyright (c) the ipnd authors
+// Licensed under Apache License v2.0
+//
+// See LICENSE for license information
+//
+// SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+
 /// How long a store's writes wait for the database before they fail, and a provider is answered
 /// 503 so that it retries. The defaults are production's; a test store on a busy machine is
 /// given longer ones, so that the tests see ipnd's behaviour rather than their machine's load.
