@@ -115,40 +115,38 @@ struct ProductionTests {
         let notify = try NotifySocket(abstract: abstractSocket)
         let spawned = Date()
         let daemon = try DaemonProcess(configPath: installation.configPath, environment: installation.environment([
-            "NOTIFY_SOCKET": notify.name, "WATCHDOG_USEC": "400000",
+            "NOTIFY_SOCKET": notify.name, "WATCHDOG_USEC": "4000000",
         ]))
-        // The pings are counted over the 1.5 s after READY=1 arrives, not after the start: a slow
-        // start (a loaded machine, a sanitizer build) must not shorten the window. One receiver
-        // reads throughout, so no pings pile up unread between two windows either.
+        // A 4 s watchdog: pings every 2 s. They are counted over the 9 s after READY=1 arrives,
+        // not after the start: a slow start (a loaded machine, a sanitizer build) must not shorten
+        // the window. One receiver reads throughout, so no pings pile up unread between two
+        // windows either.
         let readyAt = Locked<Date?>(nil)
-        let received = await notify.receive(for: 15) { message in
+        let received = await notify.receive(for: 40) { message in
             readyAt.withLock { at in
                 if at == nil, message.hasPrefix("READY=1") { at = Date() }
-                return at.map { Date().timeIntervalSince($0) > 1.5 } ?? false
+                return at.map { Date().timeIntervalSince($0) > 9 } ?? false
             }
         }
         let messages = received.map(\.message)
         try #require(!messages.isEmpty, "no sd_notify message; daemon said: \(daemon.logLines)")
         #expect(messages.first?.hasPrefix("READY=1") == true, "\(messages)")
-        let window = received[0].at...received[0].at.addingTimeInterval(1.5)
+        let window = received[0].at...received[0].at.addingTimeInterval(9)
         let pings = received.filter { $0.message.hasPrefix("WATCHDOG=1") && window.contains($0.at) }
-        #expect(pings.count >= 4, "\(messages)")
+        #expect(pings.count >= 3, "\(messages)")
         #expect(pings.allSatisfy { $0.message.contains("STATUS=serving") })
-        // No bursts: at most one ping per 0.2 s over the daemon's whole life so far. Arrival times
+        // No bursts: at most one ping per 2 s over the daemon's whole life so far. Arrival times
         // cannot show that on their own: a receiver thread that starts late reads the pings queued
-        // meanwhile all at once: 11 in the 1.5 s window after a 0.7 s late start, most likely how
-        // the CI run of 8c215e7 failed.
+        // meanwhile all at once.
         let allPings = received.filter { $0.message.hasPrefix("WATCHDOG=1") }
         let lifetime = (received.last?.at ?? Date()).timeIntervalSince(spawned)
-        #expect(allPings.count <= Int(lifetime / 0.2) + 2, "\(allPings.count) pings in the daemon's first \(lifetime) s")
+        #expect(allPings.count <= Int(lifetime / 2) + 2, "\(allPings.count) pings in the daemon's first \(lifetime) s")
         if pings.count >= 3 {
-            // Pings come every half interval (0.2 s). Arrival times are read by a thread a loaded
+            // Pings come every half interval (2 s). Arrival times are read by a thread a loaded
             // machine may delay, so single gaps prove little; the median gap (half the interval,
-            // not the whole of it) does.
+            // not the whole of it, 4 s) does.
             let gaps = zip(pings.dropFirst(), pings).map { $0.at.timeIntervalSince($1.at) }.sorted()
-            // 0.35, not the midpoint 0.3: a loaded machine measured a median of 0.324 (pings at the
-            // whole interval would give 0.4).
-            #expect(gaps[gaps.count / 2] < 0.35, "median gap of \(gaps)")
+            #expect(gaps[gaps.count / 2] < 3, "median gap of \(gaps)")
         }
         daemon.signal(SIGTERM)
         let stopping = await notify.receive(for: 5) { $0.hasPrefix("STOPPING=1") }
