@@ -256,7 +256,11 @@ struct StoreFailureTests {
 /// operator's `sqlite3` session would, for `seconds` or until `release` is set, on a thread of
 /// its own. Returns once the lock is held; awaiting the returned task waits for its release.
 func holdStoreWriteLock(path: String, seconds: Double, release: Locked<Bool>? = nil) async throws -> Task<Void, Never> {
-    let queue = try DatabaseQueue(path: path)
+    // Waits for the lock as the sqlite3 shell's .timeout would: the daemon may be writing (a
+    // heartbeat, a delivery) at the moment it is asked for.
+    var configuration = Configuration()
+    configuration.busyMode = .timeout(30)
+    let queue = try DatabaseQueue(path: path, configuration: configuration)
     let (held, signalHeld) = AsyncStream<Void>.makeStream()
     let released = Task {
         await onDedicatedThread {
