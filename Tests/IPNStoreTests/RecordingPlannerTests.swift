@@ -33,7 +33,7 @@ enum Given {
             amount: amount, link: link)
     }
 
-    /// A successful refund of `amount` (USD) with id `id`.
+    /// A successful refund `id` of `minor` units of `currency`, about O-1 unless `ref` says otherwise.
     static func refund(
         _ id: String, _ minor: Int64, currency: String = "USD", ref: String? = "O-1", key: String? = nil, link: PaymentLink? = nil
     ) -> VerifiedNotification {
@@ -103,7 +103,7 @@ struct TableRow<Value: Sendable>: Sendable, CustomTestStringConvertible {
     }
 }
 
-@Suite("RecordingPlanner: what a notification, an expectation or a give-up writes, decided without a store")
+@Suite("RecordingPlanner: what a notification or an expectation writes, decided without a store (the give-up: InquiryPlanningTests)")
 struct RecordingPlannerTests {
     typealias Move = (from: OrderState, effect: NotificationEffect, verdict: Verdict, to: OrderState)
 
