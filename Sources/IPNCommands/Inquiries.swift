@@ -107,7 +107,10 @@ struct ReconcileOrder: AsyncParsableCommand {
                 metrics: ReconcileMetrics(factory: NOOPMetricsHandler.instance), userAgent: "ipnd/\(BuildInfo.version)")
             let asked: Result<InquiryRecord, InquiryAskError>
             do throws(InquiryAskError) {
-                asked = .success(try await reconciler.ask(provider: provider, account: account, orderRef: orderRef, trigger: .cli))
+                let audit = CommandLineActor.audit(
+                    .reconcile, target: AuditTarget.order(provider: provider, account: account, orderRef: orderRef))
+                asked = .success(try await reconciler.ask(
+                    provider: provider, account: account, orderRef: orderRef, trigger: .cli, audit: audit))
             } catch {
                 asked = .failure(error)
             }

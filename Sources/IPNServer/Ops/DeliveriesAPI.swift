@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import IPNConsole
 import IPNCore
 import IPNStore
 import Logging
@@ -62,7 +63,8 @@ struct DeliveriesAPI: Sendable {
         }
         let now = Timestamp.format(epochMilliseconds: Int64(Date().timeIntervalSince1970 * 1000))
         return await answer {
-            let count = try await store.retryDeliveries(selection, now: now)
+            let count = try await store.retryDeliveries(
+                selection, now: now, audit: OpsIdentity.current?.audit(.deliveryRetry, target: selection.auditTarget))
             logger.info("deliveries put back to pending", metadata: ["count": "\(count)", "via": "ops_api"])
             return .json(200, .object([("retried", .int(Int64(count)))]))
         }

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import IPNConsole
 import IPNCore
 import IPNStore
 import Logging
@@ -57,7 +58,9 @@ struct InquiriesAPI: Sendable {
             return .json(404, RecordJSON.error(error.message))
         }
         do {
-            let record = try await asking.ask(provider: provider, account: account, orderRef: orderRef, trigger: .api)
+            let audit = OpsIdentity.current?.audit(
+                .reconcile, target: AuditTarget.order(provider: provider, account: account, orderRef: orderRef))
+            let record = try await asking.ask(provider: provider, account: account, orderRef: orderRef, trigger: .api, audit: audit)
             return .json(200, RecordJSON.inquiry(record))
         } catch {
             switch error {

@@ -1,0 +1,15 @@
+import IPNStore
+import Logging
+
+/// Each audit record as a log line (`msg=audit`), for journald and a SIEM: its fields, `detail`
+/// as its JSON text, escaped as every logged text is.
+public enum AuditLog {
+    public static func log(_ record: AuditRecord, to logger: Logger) {
+        logger.info("audit", metadata: [
+            "audit_id": "\(record.id)", "at": .string(record.at), "actor": .string(record.actor), "role": .string(record.role ?? ""),
+            "via": .string(record.via), "action": .string(record.action), "target": .string(record.target ?? ""),
+            "outcome": .string(record.outcome), "client_ip": .string(record.clientIP ?? ""), "detail": .string(record.detail),
+            "hash": .string(record.hash),
+        ])
+    }
+}
