@@ -56,6 +56,8 @@ public final class Daemon: Sendable {
         var shutdownRequested = false
         /// What a reload changes besides the config itself; set while `run` runs.
         var reloadables: Reloadables?
+        /// Every route the ops router registers (method, path pattern); set while `run` runs.
+        var opsRoutes: [OpsPermissions.Route] = []
     }
 
     /// The parts of a running daemon that hold settings of their own, which a reload updates.
@@ -214,6 +216,9 @@ public final class Daemon: Sendable {
             metrics: MetricsEndpoint(registry: metricsRegistry, store: store, inquiryScopes: { reconciler.scopes }), console: console,
             access: OpsAccessMiddleware(
                 credentials: opsCredentials, console: console, live: live, store: store, metrics: auditMetrics, logger: logger))
+        state.withLock { state in
+            state.opsRoutes = opsRouter.routes.map { OpsPermissions.Route($0.method.rawValue, $0.path.description) }
+        }
         let opsApp = Application(
             router: opsRouter,
             server: .http1(
@@ -299,6 +304,10 @@ public final class Daemon: Sendable {
         storeLock?.release()
         logger.info("stopped", metadata: ["store": "\(store.location)"])
     }
+
+    /// Every route the ops listener serves, as its router lists them (HEAD as GET): each must
+    /// have a rule in `OpsPermissions.table`.
+    public var opsRoutes: [OpsPermissions.Route] { state.withLock { $0.opsRoutes } }
 
     /// Starts a graceful shutdown, as SIGTERM does.
     public func shutdown() async {
