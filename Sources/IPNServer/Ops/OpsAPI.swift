@@ -9,7 +9,7 @@ import IPNStore
 import Logging
 import NIOCore
 
-/// The ops API of product.md section 4, behind `BearerAuthMiddleware`:
+/// The ops API of product.md section 4, behind `OpsAccessMiddleware`:
 /// `GET /api/v1/orders`, `GET /api/v1/orders/{provider}/{order_ref}`,
 /// `PUT /api/v1/orders/{provider}/{order_ref}/expectation`, `GET /api/v1/notifications`,
 /// `POST /api/v1/notifications/reverify`, and the feed, deliveries and inquiries of their own files.
