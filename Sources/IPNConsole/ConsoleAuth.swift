@@ -191,9 +191,9 @@ struct ConsoleForm: Sendable {
 }
 
 /// The plain refusal pages (no layout: there may be no identity to render it with).
-enum ConsoleRefusal {
+public enum ConsoleRefusal {
     /// A plain page (no session to render the layout with): the reason, and a way on.
-    static func page(_ text: String, status: HTTPResponse.Status) -> Response {
+    public static func page(_ text: String, status: HTTPResponse.Status) -> Response {
         var headers = HTTPFields()
         headers[.contentType] = "text/html; charset=utf-8"
         let body = """

@@ -233,11 +233,17 @@ enum Flash {
 /// The headers every console answer carries: nothing may load from elsewhere, nothing inline
 /// runs, no page may frame the console, and pages holding payment data are not cached.
 struct ConsoleHeadersMiddleware<Context: RequestContext>: RouterMiddleware {
-    static var policy: String { "default-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'" }
-
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        var response = try await next(request, context)
-        response.headers[.contentSecurityPolicy] = Self.policy
+        try await next(request, context).withConsoleHeaders()
+    }
+}
+
+extension Response {
+    /// This answer with the headers every console answer carries (`ConsoleHeadersMiddleware`):
+    /// also for the ones the ops listener's access check gives before a console page runs.
+    public func withConsoleHeaders() -> Response {
+        var response = self
+        response.headers[.contentSecurityPolicy] = "default-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
         response.headers[.xContentTypeOptions] = "nosniff"
         response.headers[HTTPField.Name("Referrer-Policy")!] = "no-referrer"
         response.headers[HTTPField.Name("X-Frame-Options")!] = "DENY"

@@ -177,6 +177,14 @@ struct AccessControlTests {
         #expect(!pages[.operator]!.contains("href=\"/audit\""))
         #expect(pages[.admin]!.contains("href=\"/audit\""))
 
+        // The access check's own console answers carry the console's headers too.
+        let vera = ConsoleClient(daemon)
+        try await vera.signIn(OpsUsersFixture.token(.viewer))
+        let refused = try await vera.get("/audit")
+        #expect(refused.status == 403)
+        #expect(refused.headers["Content-Security-Policy"].first?.hasPrefix("default-src 'self'") == true)
+        #expect(try await ConsoleClient(daemon).get("/orders").headers["X-Frame-Options"] == ["DENY"])
+
         // An operator's form without the session's CSRF token: 403, nothing registered, recorded.
         let otto = ConsoleClient(daemon)
         try await otto.signIn(OpsUsersFixture.token(.operator))

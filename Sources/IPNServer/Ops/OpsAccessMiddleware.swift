@@ -81,17 +81,17 @@ struct OpsAccessMiddleware: RouterMiddleware {
             await recordForbidden(
                 AuditEntry(actor: person, role: nil, via: isAPI ? .api : .console, action: .forbidden, clientIP: clientIP), action: action,
                 request: request, role: "none")
-            return isAPI ? .json(403, RecordJSON.error(text)) : ConsoleRefusalPage.forbidden(text)
+            return isAPI ? .json(403, RecordJSON.error(text)) : ConsoleRefusal.page(text, status: .forbidden).withConsoleHeaders()
         }
         guard let identity else {
             if isAPI { return await unauthorized(request, context: context, client: client) }
-            return console.signInRequired(request)
+            return console.signInRequired(request).withConsoleHeaders()
         }
         guard identity.principal.may(action) else {
             await recordForbidden(identity.audit(.forbidden), action: action, request: request, role: identity.principal.role.rawValue)
             return isAPI
                 ? .json(403, RecordJSON.error(OpsPermissions.refusal(action, for: identity.principal))).closingIfBodyUnread(request, context: context)
-                : console.forbiddenPage(request, action: action, principal: identity.principal)
+                : console.forbiddenPage(request, action: action, principal: identity.principal).withConsoleHeaders()
         }
         return try await OpsIdentity.$current.withValue(identity) { try await next(request, context) }
     }
@@ -193,16 +193,5 @@ enum ProxyIdentity: Equatable {
         guard !person.isEmpty, person.utf8.count <= maxNameBytes,
               !person.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else { return .none }
         return .person(person, settings.role(person: person, groupFields: groups))
-    }
-}
-
-/// The console's 403 page for a request the access check refuses before the console has a
-/// principal to show (a person whose groups map to no role).
-enum ConsoleRefusalPage {
-    static func forbidden(_ text: String) -> Response {
-        var headers = HTTPFields()
-        headers[.contentType] = "text/plain; charset=utf-8"
-        headers[.contentSecurityPolicy] = "default-src 'none'"
-        return Response(status: .forbidden, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: text + "\n")))
     }
 }
