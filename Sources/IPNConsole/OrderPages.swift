@@ -130,19 +130,21 @@ extension OpsConsole {
     /// `POST /orders/{provider}/{account}/{order_ref}/inquiries`: asks the provider about the
     /// order now, as `ipnd orders reconcile` does, and goes back to the order with the outcome.
     func askProvider(_ request: Request, key: OrderKey) async -> Response {
+        let audit = OpsIdentity.current?.audit(
+            .reconcile, target: AuditTarget.order(provider: key.provider, account: key.account, orderRef: key.orderRef))
         do {
-            let audit = OpsIdentity.current?.audit(
-                .reconcile, target: AuditTarget.order(provider: key.provider, account: key.account, orderRef: key.orderRef))
             let record = try await asking.ask(
                 provider: key.provider, account: key.account, orderRef: key.orderRef, trigger: .console, audit: audit)
             return Self.redirect(Flash.path(key.path, done: "inquiry") + "&outcome=\(record.outcome.rawValue)")
         } catch {
             switch error {
             case .unknownOrder:
+                if let audit { await auditQuietly(audit.refused("unknown order")) }
                 return message(
                     "No order \"\(key.orderRef)\" for \(key.provider)/\(key.account).", title: "No such order",
                     status: .notFound, request: request, back: ("/orders", "Orders"))
             case .noInquiry:
+                if let audit { await auditQuietly(audit.refused("the account has no inquiry section")) }
                 return await orderPage(
                     request, key: key, error: "This account has no inquiry section in the config: ipnd never asks its provider.",
                     status: .conflict)

@@ -20,6 +20,9 @@ struct AuditDaemonTests {
         let otto = OpsUsersFixture.token(.operator)
         #expect(try await daemon.send(.PUT, ops: "/api/v1/orders/unlimint/R-1/expectation", body: #"{"amount":"1.00","currency":"USD"}"#,
                                       token: otto).status == 200)
+        let ottoConsole = ConsoleClient(daemon)
+        try await ottoConsole.signIn(otto)
+        #expect(try await ottoConsole.get("/orders/unlimint/default/R-1").text.contains("expectation-form"))
 
         // Vera removed, Otto made a viewer.
         let path = daemon.configPath
@@ -37,6 +40,9 @@ struct AuditDaemonTests {
         #expect(refused.status == 403)
         #expect(refused.text == #"{"error":"forbidden: order.expectation_set needs role operator; otto@example.com is viewer"}"#)
         #expect(try daemon.orderState("R-2") == nil)
+        // His console session goes on, as a viewer from this page on.
+        let page = try await ottoConsole.get("/orders/unlimint/default/R-1")
+        #expect(page.status == 200 && !page.text.contains("expectation-form") && page.text.contains(#"<span id="user-role">viewer</span>"#))
 
         // A config that does not validate: refused, recorded as refused with the reason.
         try Self.writeConfig(yaml + "\nbogus: 1\n", to: path)
@@ -141,6 +147,11 @@ struct AuditDaemonTests {
         #expect(records.first?.string("target") == "unlimint/default/C-2" && records.first?.isNull("client_ip") == true)
         #expect(records.first?.keySet == ["id", "at", "actor", "role", "via", "action", "target", "outcome", "client_ip", "detail",
                                           "prev_hash", "hash"])
+        // A retry, a resume and a dry-run reverify from the CLI: recorded as its login.
+        #expect(try await ipnd(["deliveries", "retry", "--id", "1", "--config", config], environment: ["SUDO_USER": "carla"]).status == 1)
+        _ = try await ipnd(["notifications", "reverify", "--config", config], environment: ["SUDO_USER": "carla"])
+        let carla = try parseJSONLines(try await ipnd(["audit", "list", "--actor", "cli:carla", "--format", "json", "--config", config]).stdout)
+        #expect(carla.compactMap { $0.string("action") } == ["notification.reverify", "delivery.retry", "order.expectation_set"])
         let csv = try await ipnd(["audit", "list", "--format", "csv", "--config", config])
         #expect(parseCSV(csv.stdout).first == ["id", "at", "actor", "role", "via", "action", "target", "outcome", "client_ip", "detail",
                                                "prev_hash", "hash"])
@@ -158,6 +169,8 @@ struct AuditDaemonTests {
 
         // A changed record: verify exits 1 naming it, and so does the outside check.
         try await daemon.stop()
+        let second = try daemon.count("SELECT MIN(id) FROM audit_records WHERE id > (SELECT MIN(id) FROM audit_records)")
+        #expect(second == 2)
         try daemon.execute("UPDATE audit_records SET target = 'unlimint/default/C-9' WHERE id = 2")
         let broken = try await ipnd(["audit", "verify", "--config", config])
         #expect(broken.status == 1)
@@ -165,6 +178,54 @@ struct AuditDaemonTests {
         let changed = try await ipnd(["audit", "list", "--limit", "1000000", "--format", "json", "--config", config])
         let outsideBroken = try await Self.python(script, input: changed.stdout.split(separator: "\n").reversed().joined(separator: "\n") + "\n")
         #expect(outsideBroken.status != 0 && outsideBroken.stderr.contains("record 2"), "\(outsideBroken.stdout) \(outsideBroken.stderr)")
+    }
+
+    @Test("retention removes the oldest audit records; verify then starts after them and says so", arguments: Backend.allCases)
+    func retention(backend: Backend) async throws {
+        let offset = Locked<TimeInterval>(0)
+        let daemon = try await TestDaemon.start(
+            backend: backend, opsTokens: [], opsYAML: OpsUsersFixture.yaml(),
+            housekeeping: Daemon.Housekeeping(now: { Date() + offset.withLock { $0 } }, retentionInterval: .milliseconds(200)))
+        for _ in 0..<3 { _ = try await daemon.api("/api/v1/notifications?include=raw", token: OpsUsersFixture.token(.operator)) }
+        _ = try await daemon.api("/api/v1/orders", token: "not-a-token")
+        let before = try daemon.count("SELECT COUNT(*) FROM audit_records")
+        #expect(before >= 2)
+        // 401 days later (audit_days 400 by default): all but the newest record go.
+        offset.withLock { $0 = 401 * 86_400 }
+        try await waitUntil(timeout: 30) { try daemon.count("SELECT COUNT(*) FROM audit_records") == 1 }
+        let newest = try daemon.count("SELECT MAX(id) FROM audit_records")
+        let verify = try await ipnd(["audit", "verify", "--config", daemon.configPath])
+        #expect(verify.status == 0, "\(verify.stdout) \(verify.stderr)")
+        #expect(verify.stdout == "audit trail intact: 1 record, \(newest) to \(newest) (starts at record \(newest): retention removed the records before it)\n",
+                "\(verify.stdout)")
+        try await daemon.stop()
+        // The next record (daemon.stop) follows the one kept.
+        #expect(try await ipnd(["audit", "verify", "--config", daemon.configPath]).status == 0)
+    }
+
+    @Test("reverify through the API: a dry run is recorded before the answer; with apply, each notification recorded carries its own record")
+    func reverify() async throws {
+        let daemon = try await TestDaemon.start(opsTokens: [], opsYAML: OpsUsersFixture.yaml())
+        // Signed with a secret the config does not have yet: rejected.
+        let body = UnlimintRequests.body(order: "RV-1", id: "RV-1", status: "COMPLETED")
+        let rejected = try await daemon.post("/ipn/unlimint", body: body, headers: UnlimintRequests.headers(for: body, secret: "fresh-secret"))
+        #expect(rejected.status >= 400)
+        let otto = OpsUsersFixture.token(.operator)
+        #expect(try await daemon.send(.POST, ops: "/api/v1/notifications/reverify", body: #"{"apply":false}"#, token: otto).status == 200)
+        let dry = try #require(try daemon.auditRows("notification.reverify").first)
+        #expect(dry[0] == "otto@example.com" && dry[3] == "notification:1")
+        #expect(dry[4] == #"{"apply":false,"examined":1,"still_rejected":1}"#)
+        // The secret added (a reload): applied, the new notification's record in its own transaction.
+        let yaml = try String(contentsOfFile: daemon.configPath, encoding: .utf8)
+            .replacingOccurrences(of: "[old-rotated-out,", with: "[fresh-secret, old-rotated-out,")
+        try Self.writeConfig(yaml, to: daemon.configPath)
+        #expect(await daemon.daemon.reload() == .applied(needsRestart: []))
+        #expect(try await daemon.send(.POST, ops: "/api/v1/notifications/reverify", body: #"{"apply":true}"#, token: otto).status == 200)
+        let applied = try #require(try daemon.auditRows("notification.reverify").first)
+        #expect(applied[3] == "notification:1")
+        #expect(applied[4] == #"{"apply":true,"notification_id":2,"verdict":"applied","order_state":"paid"}"#)
+        #expect(try daemon.orderState("RV-1") == "paid")
+        try await daemon.stop()
     }
 
     @Test("token new: 32 random bytes, URL-safe, printed once with the ops.users lines that accept it")

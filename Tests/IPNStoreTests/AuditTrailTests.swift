@@ -134,6 +134,27 @@ struct AuditTrailTests {
         try await subject.close()
     }
 
+    @Test("an inquiry asked by a person, a retry and a resume carry their audit records in their own transactions", arguments: Backend.allCases)
+    func otherChanges(backend: Backend) async throws {
+        let subject = try await StoreUnderTest.make(backend)
+        _ = try await subject.store.setExpectation(provider: "test", account: "default", orderRef: "I1", amount: Money(minor: 100, currency: "USD"))
+        let ask = AuditEntry(Self.operatorAlice, clientIP: "192.0.2.1", action: .reconcile, target: "test/default/I1")
+        let inquiry = try await subject.store.recordInquiry(CompletedInquiry(
+            scope: Scope(provider: "test", account: "default"), orderRef: "I1", askedAt: "2026-11-21T00:00:00.000Z", trigger: .api,
+            url: "https://status.example/", durationMs: 12, httpStatus: 404, providerStatus: nil, result: .notFound, audit: ask))
+        _ = try await subject.store.retryDeliveries(.ids([7, 8]), now: "2026-11-21T00:00:00.000Z", audit: AuditEntry(
+            Self.operatorAlice, clientIP: nil, action: .deliveryRetry, target: DeliveryRetrySelection.ids([7, 8]).auditTarget))
+        _ = try await subject.store.resumeTarget("app", now: "2026-11-21T00:00:00.000Z", audit: AuditEntry(
+            Self.operatorAlice, clientIP: nil, action: .deliveryResume, target: AuditTarget.deliveryTarget("app")))
+        let records = try await subject.store.auditRecords(AuditFilter(limit: 10)).reversed().map { $0 }
+        #expect(records.map(\.action) == ["order.reconcile", "delivery.retry", "delivery.resume"])
+        #expect(records[0].detail == #"{"inquiry_id":\#(inquiry.id),"inquiry_outcome":"not_found"}"#)
+        #expect(records[1].target == "delivery:7,8" && records[1].detail == #"{"retried":0}"#)
+        #expect(records[2].target == "target:app" && records[2].detail == #"{"due":0}"#)
+        #expect(AuditTarget.notifications([5, 1, 2, 3, 9, 10]) == "notification:1-3,5,9,10")
+        try await subject.close()
+    }
+
     @Test("filters: actor, action, outcome, since; keyset pages newest first", arguments: Backend.allCases)
     func filters(backend: Backend) async throws {
         let subject = try await StoreUnderTest.make(backend)

@@ -37,6 +37,16 @@ extension AuditEntry {
     }
 }
 
+extension AuditEntry {
+    /// The same action refused before anything was written, and why.
+    public func refused(_ reason: String) -> AuditEntry {
+        var entry = self
+        entry.outcome = .refused
+        entry.detail.add("reason", reason)
+        return entry
+    }
+}
+
 /// How audit records name what was done to: `unlimint/default/67897`, `notification:42`,
 /// `delivery:7,8` (runs of three or more consecutive ids as `5-9`), `target:orders-app`.
 public enum AuditTarget {
