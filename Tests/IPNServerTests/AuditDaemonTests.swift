@@ -228,6 +228,20 @@ struct AuditDaemonTests {
         try await daemon.stop()
     }
 
+    @Test("API 401s: at most 60 a minute per client address are recorded, the rest counted in ipnd_audit_dropped_total")
+    func refusalsBounded() async throws {
+        let daemon = try await TestDaemon.start(opsTokens: [], opsYAML: OpsUsersFixture.yaml())
+        for index in 0..<65 { #expect(try await daemon.api("/api/v1/orders", token: "guess-\(index)").status == 401) }
+        let recorded = try daemon.count("SELECT COUNT(*) FROM audit_records WHERE action = 'auth.refused'")
+        let metrics = try parsePrometheus(try await daemon.get("/metrics", ops: true).text)
+        #expect(metrics.value("ipnd_audit_records_total", ["action": "auth.refused", "outcome": "refused"]) == Double(recorded))
+        #expect(Int(metrics.value("ipnd_audit_dropped_total") ?? -1) == 65 - recorded)
+        // Windows are whole minutes: within one, exactly 60 (a run across a minute's turn gets more).
+        let times = try daemon.column("SELECT at FROM audit_records WHERE action = 'auth.refused' ORDER BY id").compactMap { $0?.prefix(16) }
+        if times.first == times.last { #expect(recorded == 60) } else { #expect(recorded > 60 && recorded <= 65) }
+        try await daemon.stop()
+    }
+
     @Test("token new: 32 random bytes, URL-safe, printed once with the ops.users lines that accept it")
     func tokenNew() async throws {
         let result = try await ipnd(["token", "new", "--name", "alice@example.com", "--role", "operator"])
