@@ -6,10 +6,10 @@ import Logging
 public enum AuditLog {
     public static func log(_ record: AuditRecord, to logger: Logger) {
         logger.info("audit", metadata: [
-            "audit_id": "\(record.id)", "at": .string(record.at), "actor": .string(record.actor), "role": .string(record.role ?? ""),
+            "id": "\(record.id)", "at": .string(record.at), "actor": .string(record.actor), "role": .string(record.role ?? ""),
             "via": .string(record.via), "action": .string(record.action), "target": .string(record.target ?? ""),
             "outcome": .string(record.outcome), "client_ip": .string(record.clientIP ?? ""), "detail": .string(record.detail),
-            "hash": .string(record.hash),
+            "prev_hash": .string(record.prevHash), "hash": .string(record.hash),
         ])
     }
 }
