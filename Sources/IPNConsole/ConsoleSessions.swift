@@ -92,11 +92,6 @@ final class ConsoleSessions: Sendable {
         return cookie(Self.cookieName, "", maxAge: 0)
     }
 
-    /// Whether `token` is this session's CSRF token.
-    func checks(csrf token: String, for session: Session) -> Bool {
-        Crypto.constantTimeEquals(Array(token.utf8), Array(session.csrfToken.utf8))
-    }
-
     // MARK: The sign-in form
 
     /// The sign-in form's CSRF token and the cookie it is bound to: the form's POST must carry
