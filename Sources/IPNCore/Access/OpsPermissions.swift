@@ -1,3 +1,16 @@
+//===----------------------------------------------------------------------===//
+//
+// This source file is part of the ipnd open source project
+//
+// Copyright (c) the ipnd authors
+// Licensed under Apache License v2.0
+//
+// See LICENSE for license information
+//
+// SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+
 /// What a request to the ops listener asks to do, by the name the 403 answer and the audit
 /// trail give it, and the least role that may do it.
 public enum OpsAction: String, Sendable, CaseIterable, CustomStringConvertible {

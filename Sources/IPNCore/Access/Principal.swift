@@ -1,3 +1,16 @@
+//===----------------------------------------------------------------------===//
+//
+// This source file is part of the ipnd open source project
+//
+// Copyright (c) the ipnd authors
+// Licensed under Apache License v2.0
+//
+// See LICENSE for license information
+//
+// SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+
 /// What a person or an application may do on the ops listener: each role may do all that the
 /// one before it may, and more (README, "Who may do what").
 public enum OpsRole: String, Sendable, CaseIterable, Comparable, CustomStringConvertible {
