@@ -180,7 +180,7 @@ let package = Package(
         .executableTarget(
             name: "ipnd-bench",
             dependencies: [
-                "IPNCore", "IPNConfig", "IPNStore", "IPNStoreSQLite",
+                "IPNCore", "IPNConfig", "IPNStore", "IPNStoreSQLite", "IPNConsole",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -117,7 +117,7 @@ for files in swift-toolchain/\* .build/checkouts/{GRDB.swift,hummingbird,postgre
 done
 manual=$(MANWIDTH=100 man --warnings -l "$extracted/usr/share/man/man1/ipnd.1.gz" 2>"$work/man-warnings")
 check "man ipnd renders without a warning" same "$(cat "$work/man-warnings")" ""
-for command in serve check-config orders notifications events deliveries simulate backup store; do
+for command in serve check-config orders notifications events deliveries simulate backup store inquiries audit token; do
     check "man ipnd describes ipnd $command" grep -q -E "^ +$command( |\$)" <<<"$manual"
 done
 check "bash completion loads and completes ipnd" bash -c "source '$extracted/usr/share/bash-completion/completions/ipnd' && complete -p ipnd"

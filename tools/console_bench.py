@@ -14,17 +14,20 @@
 
 """The ops console's page timings on a large store (scripts/bench-console.sh runs both steps).
 
-  console_bench.py seed STORE [--orders 200000] [--notifications 1000000] [--days 10]
+  console_bench.py seed STORE [--orders 200000] [--notifications 1000000] [--days 10] [--audit 1000000]
       fills a store that `ipnd serve` has created (the current schema) with orders,
       notifications, transitions, events and deliveries, by direct SQL inserts: realistic rows,
       spread over the last DAYS days, ids in time order as the daemon writes them. Then it fills
-      notification_counts from the notifications, as the v6 migration does.
+      notification_counts from the notifications, as the v6 migration does, and appends AUDIT
+      audit records over the same days, each hashed onto the chain as ipnd does (README, "The
+      audit trail"), so `ipnd audit verify` passes on the seeded store.
 
   console_bench.py measure BASE_URL TOKEN [--requests 200] [--warmup 20]
       signs in through the form, then requests each page REQUESTS times over one keep-alive
       connection (after WARMUP unmeasured ones) and prints p50 and p99 per page, in ms.
 """
 import argparse
+import hashlib
 import http.client
 import json
 import random
@@ -165,9 +168,56 @@ def seed(args):
                "FROM notifications GROUP BY 1, 2, 3, 4, 5")
     db.execute("COMMIT")
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    seed_audit(db, rng, args.audit, args.days)
     counts = {table: db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
-              for table in ("orders", "notifications", "transitions", "events", "deliveries")}
+              for table in ("orders", "notifications", "transitions", "events", "deliveries", "audit_records")}
     print(json.dumps(counts))
+
+
+AUDIT_ACTORS = [f"person{n:02d}@example.com" for n in range(20)] + ["orders-app", "token:9f86d081884c"]
+AUDIT_ACTIONS = (["notification.raw_read"] * 30 + ["order.expectation_set"] * 25 + ["console.sign_in"] * 15 + ["console.sign_out"] * 5
+                 + ["delivery.retry"] * 5 + ["order.reconcile"] * 5 + ["auth.forbidden"] * 5 + ["auth.refused"] * 5
+                 + ["notification.reverify", "delivery.resume", "config.reload", "daemon.start"])
+
+
+def audit_hash(fields):
+    text = json.dumps(fields, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def seed_audit(db, rng, count, days):
+    """COUNT audit records over the last DAYS days, after whatever the store holds, chained."""
+    if count <= 0:
+        return
+    last = db.execute("SELECT id, hash FROM audit_records ORDER BY id DESC LIMIT 1").fetchone()
+    next_id, previous = (last[0] + 1, last[1]) if last else (1, "0" * 64)
+    now = int(time.time() * 1000) - 60_000
+    start = now - days * 86_400_000
+    db.execute("BEGIN")
+    rows = []
+    for index in range(count):
+        at = stamp(start + (now - start) * index // count)
+        action = rng.choice(AUDIT_ACTIONS)
+        system = action in ("config.reload", "daemon.start")
+        actor = "system" if system else ("unknown" if action == "auth.refused" else rng.choice(AUDIT_ACTORS))
+        role = None if system or actor == "unknown" else ("admin" if actor.startswith("token:") else rng.choice(["viewer", "operator"]))
+        via = "system" if system else rng.choice(["api", "console"])
+        outcome = "refused" if action.startswith("auth.") else ("error" if index % 97 == 0 else "ok")
+        target = None if system or action.startswith("console.") else f"notification:{rng.randrange(1, 1_000_000)}"
+        client_ip = None if system else f"10.{index % 250}.{(index // 250) % 250}.{rng.randrange(1, 250)}"
+        detail = json.dumps({"count": 1} if action == "notification.raw_read" else {}, separators=(",", ":"))
+        fields = [previous, next_id, at, actor, role, via, action, target, outcome, client_ip, detail]
+        digest = audit_hash(fields)
+        rows.append((next_id, at, actor, role, via, action, target, outcome, client_ip, detail, previous, digest))
+        previous, next_id = digest, next_id + 1
+        if len(rows) == 50_000:
+            db.executemany("INSERT INTO audit_records (id, at, actor, role, via, action, target, outcome, client_ip, detail, "
+                           "prev_hash, hash) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+            rows = []
+    db.executemany("INSERT INTO audit_records (id, at, actor, role, via, action, target, outcome, client_ip, detail, "
+                   "prev_hash, hash) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+    db.execute("COMMIT")
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
 class Client:
@@ -208,6 +258,8 @@ def measure(args):
     note_path = re.search(rb'href="(/notifications/\d+)"', notes_page).group(1).decode()
     middle = re.search(rb'href="/orders\?before=(\d+)"', client.request("GET", "/orders")[1])
     hour_ago = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 3600))
+    newest_audit = re.search(rb'<tr id="audit-(\d+)"', client.request("GET", "/audit")[1])
+    audit_middle = int(newest_audit.group(1)) - 500_000 if newest_audit else 1
     pages = [
         ("overview", "/"),
         ("orders", "/orders"),
@@ -227,8 +279,15 @@ def measure(args):
         ("notifications unlimint/shop2", "/notifications?provider=unlimint&account=shop2"),
         ("notifications since 1 h", "/notifications?since=" + quote(hour_ago)),
         ("notification", note_path),
+        ("notification, raw request", note_path + "?raw=1"),
         ("deliveries", "/deliveries"),
         ("deliveries app failed", "/deliveries?target=app&state=failed"),
+        ("audit", "/audit"),
+        ("audit, page 10000 deep", f"/audit?before={max(1, audit_middle)}"),
+        ("audit actor=person07", "/audit?actor=person07%40example.com"),
+        ("audit action=order.expectation_set", "/audit?action=order.expectation_set"),
+        ("audit outcome=error", "/audit?outcome=error"),
+        ("audit since 1 h", "/audit?since=" + quote(hour_ago)),
     ]
     results = []
     print(f"{'page':34} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}  bytes")
@@ -264,6 +323,7 @@ def main():
     seeding.add_argument("--orders", type=int, default=200_000)
     seeding.add_argument("--notifications", type=int, default=1_000_000)
     seeding.add_argument("--days", type=int, default=10)
+    seeding.add_argument("--audit", type=int, default=1_000_000)
     measuring = commands.add_parser("measure")
     measuring.add_argument("base_url")
     measuring.add_argument("token")

@@ -27,7 +27,8 @@ which each step names.
 
 Usage: console_browser_test.py SCENARIO.json
 Scenario keys: base_url, token, bad_token, artifacts, shuffled_order_path, hostile_prefix,
-hostile_ref, hostile_notifications_path, expectation_order_path, search_prefix, failed_delivery_id, paused_target.
+hostile_ref, hostile_notifications_path, expectation_order_path, search_prefix, failed_delivery_id, paused_target,
+viewer_token, operator_token (each signs in last, to report what that role sees).
 """
 import json
 import os
@@ -263,6 +264,8 @@ def run(browser, scenario, report):
 
     # A notification's own page, from the timeline.
     browser.click(browser.find("#timeline a[href^='/notifications/']"))
+    # Its stored headers and body are shown on request (and recorded in the audit trail).
+    browser.click(browser.find("#show-raw"))
     report["notification_page"] = {"title": browser.text("h1"), "raw": browser.find(".raw").text}
     browser.check_step("notification")
     browser.shoot("notification")
@@ -323,6 +326,25 @@ def run(browser, scenario, report):
     browser.get("/")
     report["after_sign_out"] = {"path": browser.path()}
     browser.check_step("sign out")
+
+    # A viewer and an operator: each page says who is signed in, and shows only what the role may use.
+    report["roles"] = {}
+    for role in ("viewer", "operator"):
+        browser.get("/sign-in")
+        browser.find("#token").send_keys(scenario[role + "_token"])
+        browser.submit("form.sign-in")
+        browser.get(scenario["expectation_order_path"])
+        seen = {
+            "user": browser.text("#user-name"), "role": browser.text("#user-role"),
+            "expectation_form": len(browser.find_all("#expectation-form")), "raw_link": len(browser.find_all("#show-raw")),
+            "audit_link": len(browser.find_all("nav a[href='/audit']")),
+        }
+        browser.get("/deliveries")
+        seen["delivery_buttons"] = len(browser.find_all("form[action^='/deliveries/'] button"))
+        browser.shoot("order-" + role)
+        report["roles"][role] = seen
+        browser.check_step(role)
+        browser.click(browser.find("form.sign-out button"))
 
 
 if __name__ == "__main__":

@@ -45,9 +45,14 @@ enum ConfigSummary {
                 : "at most \(server.rejectedStorePerMinute) per client address per minute"),
             "store: \(config.store.summary)",
             "retention: \(config.store.retention.summary)",
-            "ops: listening on \(config.ops.host):\(config.ops.port), " + (config.ops.tokenDigests.isEmpty
-                ? "no bearer tokens (ops.tokens_sha256 is empty: the ops API refuses every request)"
+            "ops: listening on \(config.ops.host):\(config.ops.port), " + (config.ops.tokenHolders.isEmpty
+                ? "no bearer tokens (ops.users and ops.tokens_sha256 are empty: the ops API refuses every request without proxy_auth)"
                 : "\(config.ops.tokenDigests.count) bearer token(s)")
+                + (config.ops.users.isEmpty ? "" : ", users: " + config.ops.users.map { "\($0.name) (\($0.role))" }.joined(separator: ", "))
+                + (config.ops.proxyAuth.map { proxy in
+                    ", proxy_auth: \(proxy.userHeader) from \(proxy.trustedProxies.map(\.description).joined(separator: ", "))"
+                        + ", \(proxy.roles.count) group role(s), \(proxy.users.count) person role(s)"
+                } ?? "")
                 + ", console_secure_cookie \(config.ops.consoleSecureCookie)",
             "providers:",
         ]

@@ -135,7 +135,10 @@ struct RetryDeliveries: AsyncParsableCommand {
             selection = .ids(ids)
         }
         let now = WallClock.system.text()
-        let count = try await StoreAccess.write(config) { store throws(StoreError) in try await store.retryDeliveries(selection, now: now) }
+        let audit = CommandLineActor.audit(.deliveryRetry, target: selection.auditTarget)
+        let count = try await StoreAccess.write(config) { store throws(StoreError) in
+            try await store.retryDeliveries(selection, now: now, audit: audit)
+        }
         Console.output("\(count) deliver\(count == 1 ? "y" : "ies") put back to pending for an immediate attempt")
         if count == 0, !ids.isEmpty { throw ExitStatus.notFound }
     }
@@ -156,7 +159,10 @@ struct ResumeTarget: AsyncParsableCommand {
         _ = try requireTarget(config, name)
         let name = name
         let now = WallClock.system.text()
-        let due = try await StoreAccess.write(config) { store throws(StoreError) in try await store.resumeTarget(name, now: now) }
+        let audit = CommandLineActor.audit(.deliveryResume, target: AuditTarget.deliveryTarget(name))
+        let due = try await StoreAccess.write(config) { store throws(StoreError) in
+            try await store.resumeTarget(name, now: now, audit: audit)
+        }
         Console.output("delivery target \(name) resumed: \(due) pending deliver\(due == 1 ? "y" : "ies") due now")
     }
 }
@@ -186,6 +192,14 @@ struct PingTarget: AsyncParsableCommand {
         ])
         let answer = try await sender.send(Array(event.text.utf8), id: id, to: target, now: now)
         await sender.shutdown()
+        // Before the answer is shown: the ping writes nothing else to the store.
+        var detail = AuditDetail()
+        detail.add("webhook_id", id)
+        if let status = answer.status { detail.add("status", status) }
+        let delivered = answer.status.map { (200...299).contains($0) } ?? false
+        let audit = CommandLineActor.audit(
+            .deliveryPing, target: AuditTarget.deliveryTarget(target.name), outcome: delivered ? .ok : .error, detail: detail)
+        try await StoreAccess.write(config) { store throws(StoreError) in try await store.appendAudit(audit) }
         var lines = ["POST \(target.url)  webhook-id \(id)  (\(target.secrets.count) signature(s))"]
         if let status = answer.status {
             lines.append("HTTP \(status) in \(Int(answer.seconds * 1000)) ms")

@@ -27,7 +27,7 @@ public struct IPNDCommand: AsyncParsableCommand {
         version: BuildInfo.version,
         subcommands: [
             Serve.self, CheckConfig.self, Orders.self, Notifications.self, Inquiries.self, Events.self, Deliveries.self, Simulate.self,
-            Backup.self, StoreCommand.self,
+            Backup.self, StoreCommand.self, AuditCommand.self, TokenCommand.self,
         ]
     )
 

@@ -118,14 +118,18 @@ struct ReconcileOrder: AsyncParsableCommand {
             let reconciler = Reconciler(
                 store: store, settings: config.reconcilerSettings, accounts: config.inquiryAccounts, logger: quietLogger,
                 metrics: ReconcileMetrics(factory: NOOPMetricsHandler.instance), userAgent: "ipnd/\(BuildInfo.version)")
+            let audit = CommandLineActor.audit(
+                .reconcile, target: AuditTarget.order(provider: provider, account: account, orderRef: orderRef))
             let asked: Result<InquiryRecord, InquiryAskError>
             do throws(InquiryAskError) {
-                asked = .success(try await reconciler.ask(provider: provider, account: account, orderRef: orderRef, trigger: .cli))
+                asked = .success(try await reconciler.ask(
+                    provider: provider, account: account, orderRef: orderRef, trigger: .cli, audit: audit))
             } catch {
                 asked = .failure(error)
             }
             await reconciler.shutdown()
             if case .failure(.store(let failure)) = asked { throw failure }
+            if case .failure(.unknownOrder) = asked { try await store.appendAudit(audit.refused("unknown order")) }
             return asked
         }
         switch result {

@@ -179,8 +179,13 @@ struct ExpectOrder: AsyncParsableCommand {
         try Accounts.requireName(config, provider: provider, account: account)
         let amount = try money()
         let (provider, account, orderRef) = (provider, account, orderRef)
+        var detail = AuditDetail()
+        detail.add("amount", amount.decimal)
+        detail.add("currency", amount.currency)
+        let audit = CommandLineActor.audit(
+            .expectationSet, target: AuditTarget.order(provider: provider, account: account, orderRef: orderRef), detail: detail)
         let outcome = try await StoreAccess.write(config) { store throws(StoreError) in
-            try await store.setExpectation(provider: provider, account: account, orderRef: orderRef, amount: amount)
+            try await store.setExpectation(provider: provider, account: account, orderRef: orderRef, amount: amount, audit: audit)
         }
         Console.output("expectation registered: \(provider)/\(account) order \(orderRef) must be paid with \(amount) (order is \(outcome.state.rawValue))")
         if let mismatch = outcome.mismatch {

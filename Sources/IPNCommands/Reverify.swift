@@ -82,7 +82,8 @@ struct ReverifyNotifications: AsyncParsableCommand {
             limit: min(Self.pageSize, remaining))
         let apply = apply
         let results = try await StoreAccess.write(config) { store throws(StoreError) in
-            var run = Reverification(config: config, store: store, apply: apply)
+            let actor = CommandLineActor.audit(.reverify)
+            var run = Reverification(config: config, store: store, apply: apply, audit: actor)
             var results: [ReverifyResult] = []
             while var page = selection {
                 page.limit = min(page.limit, remaining - results.count)
@@ -90,6 +91,8 @@ struct ReverifyNotifications: AsyncParsableCommand {
                 results += found
                 selection = results.count < remaining ? next : nil
             }
+            // Before the answer: what was examined without being recorded (a dry run: all of it).
+            if let summary = Reverification.auditSummary(results, apply: apply, base: actor) { try await store.appendAudit(summary) }
             return results
         }
         switch format {

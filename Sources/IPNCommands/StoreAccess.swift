@@ -50,6 +50,7 @@ enum StoreAccess {
     static func write<T>(_ config: IPNDConfig, _ body: (any Store) async throws(StoreError) -> T) async throws -> T {
         do {
             let store = try await StoreFactory.open(config, purpose: .command, logger: quietLogger)
+            CommandAuditLog.observe(store)
             do {
                 let result = try await body(store)
                 _ = try await store.close()

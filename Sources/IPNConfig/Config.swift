@@ -132,23 +132,34 @@ public struct RetentionSettings: Sendable, Equatable {
     /// Events (with their delivered deliveries) are kept this many days, never while a
     /// delivery target still owes them.
     public var eventsDays = 90
+    /// Audit records are kept this many days (at least 365), removed from the oldest end only.
+    public var auditDays = 400
 
     public init() {}
 
     /// One line for `check-config`.
-    public var summary: String { "rejected_days \(rejectedDays), events_days \(eventsDays)" }
+    public var summary: String { "rejected_days \(rejectedDays), events_days \(eventsDays), audit_days \(auditDays)" }
 }
 
 /// The ops listener (never exposed publicly).
 public struct OpsSettings: Sendable, Equatable {
     public var host = "127.0.0.1"
     public var port = 8081
-    /// SHA-256 digests of the accepted bearer tokens.
+    /// SHA-256 digests of the accepted bearer tokens (`ops.tokens_sha256`): each an admin.
     public var tokenDigests: [[UInt8]] = []
+    /// Named users with tokens of their own (`ops.users`).
+    public var users: [OpsUser] = []
+    /// The person an authenticating proxy names (`ops.proxy_auth`); nil when not configured.
+    public var proxyAuth: ProxyAuthSettings?
     /// Whether the ops console's session cookie carries `Secure` (behind a TLS proxy).
     public var consoleSecureCookie = false
 
     public init() {}
+
+    /// Everyone a bearer token identifies: `users`, then an admin per digest of `tokens_sha256`.
+    public var tokenHolders: [OpsUser] {
+        users + tokenDigests.map(OpsUser.legacy(digest:))
+    }
 }
 
 /// One configured provider account, its provider built from its resolved secrets.

@@ -25,8 +25,8 @@ struct Validator {
         "host", "port", "max_body_bytes", "request_timeout_seconds", "idle_timeout_seconds", "trusted_proxies", "rejected_store_per_minute",
     ]
     private static let storeKeys = ["path", "max_batch", "postgres", "retention"]
-    private static let opsKeys = ["host", "port", "tokens_sha256", "console_secure_cookie"]
-    private static let emptyTokenDigest = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+    private static let opsKeys = ["host", "port", "tokens_sha256", "users", "proxy_auth", "console_secure_cookie"]
+    static let emptyTokenDigest = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
     func config(from root: ConfigNode) throws(ConfigError) -> IPNDConfig {
         let top = try mapping(root, key: nil)
@@ -99,12 +99,16 @@ struct Validator {
     private func retentionSettings(_ node: ConfigNode) throws(ConfigError) -> RetentionSettings {
         var settings = RetentionSettings()
         guard let pairs = try optionalMapping(node, key: "store.retention") else { return settings }
-        try checkKeys(pairs, allowed: ["rejected_days", "events_days"], in: "store.retention")
+        try checkKeys(pairs, allowed: ["rejected_days", "events_days", "audit_days"], in: "store.retention")
         if let days = node["rejected_days"] {
             settings.rejectedDays = try integer(days, key: "store.retention.rejected_days", in: 1...36_500, what: "a number of days")
         }
         if let days = node["events_days"] {
             settings.eventsDays = try integer(days, key: "store.retention.events_days", in: 1...36_500, what: "a number of days")
+        }
+        if let days = node["audit_days"] {
+            // Twelve months at least: the audit trail is kept for a year (PCI DSS 10.5.1).
+            settings.auditDays = try integer(days, key: "store.retention.audit_days", in: 365...36_500, what: "a number of days")
         }
         return settings
     }
@@ -120,17 +124,12 @@ struct Validator {
         if let tokens = node["tokens_sha256"], !tokens.isEmptyList {
             let values = try stringList(tokens, key: "ops.tokens_sha256")
             settings.tokenDigests = try values.enumerated().map { index, value throws(ConfigError) in
-                guard Hex.isHex(value, count: 64), let digest = Hex.decode(value) else {
-                    throw ConfigError(key: "ops.tokens_sha256[\(index)]", "must be 64 hex characters: the SHA-256 of a bearer token")
-                }
-                // What `printf '%s' "$TOKEN" | sha256sum` prints with TOKEN unset: no token can match it.
-                guard value.lowercased() != Self.emptyTokenDigest else {
-                    throw ConfigError(key: "ops.tokens_sha256[\(index)]",
-                                      "is the SHA-256 of an empty string, which no bearer token can match: hash the token itself")
-                }
-                return digest
+                try tokenDigest(value, key: "ops.tokens_sha256[\(index)]")
             }
         }
+        if let users = node["users"] { settings.users = try opsUsers(users) }
+        if let proxy = node["proxy_auth"] { settings.proxyAuth = try proxyAuth(proxy) }
+        try checkDistinctDigests(settings)
         if let secure = node["console_secure_cookie"] { settings.consoleSecureCookie = try boolean(secure, key: "ops.console_secure_cookie") }
         return settings
     }

@@ -33,6 +33,7 @@ enum ConsoleAssets {
         .bar nav a { padding: 4px 0; opacity: .8; }
         .bar nav a[aria-current="page"] { opacity: 1; border-bottom: 2px solid #fff; }
         .sign-out button { background: transparent; color: #fff; border: 1px solid #6b7785; }
+        .bar .who { margin: 0; font-size: .85rem; opacity: .85; overflow-wrap: anywhere; }
         main { padding: 12px 16px 40px; max-width: 1280px; }
         h1 { font-size: 22px; margin: 8px 0 12px; word-break: break-all; }
         h2 { font-size: 17px; margin: 24px 0 8px; }

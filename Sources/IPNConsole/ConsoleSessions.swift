@@ -13,11 +13,13 @@
 
 import Foundation
 import Hummingbird
+import IPNConfig
 import IPNCore
 
 /// Console sessions: a cookie signed with a key made when the daemon starts (so a restart
-/// signs everyone out), naming the ops token it was opened with by a keyed hash of its digest.
-/// A session ends after 12 hours, at sign-out, or once its token is no longer accepted.
+/// signs everyone out), naming its user and the ops token it was opened with (by a keyed hash
+/// of its digest). A session ends after 12 hours, at sign-out, or once its user is removed or
+/// no longer holds that token; the user's role is read at every request.
 ///
 /// Nothing is kept per session but the ids of sessions signed out before they expired.
 final class ConsoleSessions: Sendable {
@@ -34,6 +36,8 @@ final class ConsoleSessions: Sendable {
         let expires: Int64
         /// What every form of this session carries in its `csrf` field.
         let csrfToken: String
+        /// Its user, as the config names them now.
+        let user: OpsUser
     }
 
     private let key: [UInt8]
@@ -52,14 +56,21 @@ final class ConsoleSessions: Sendable {
 
     // MARK: Sessions
 
-    /// A new session for the accepted token `digest`, and the cookie that carries it.
-    func start(digest: [UInt8], now: Int64) -> (Session, Cookie) {
+    /// A new session for `user`, signed in with the token whose SHA-256 is `digest`, and the
+    /// cookie that carries it.
+    func start(user: OpsUser, digest: [UInt8], now: Int64) -> (Session, Cookie) {
         let id = Base64URLText.encode(Self.randomBytes(18))
         let expires = now + Self.lifetimeSeconds
-        let payload = "\(expires).\(id).\(tokenTag(digest))"
+        let payload = "\(expires).\(id).\(tokenTag(digest)).\(Base64URLText.encode(Array(user.name.utf8)))"
         let value = payload + "." + Base64URLText.encode(mac("session", payload))
-        let session = Session(id: id, expires: expires, csrfToken: csrfToken(sessionID: id))
+        let session = Session(id: id, expires: expires, csrfToken: csrfToken(sessionID: id), user: user)
         return (session, cookie(Self.cookieName, value, maxAge: Int(Self.lifetimeSeconds)))
+    }
+
+    /// The CSRF token of a person named by a trusted proxy (who has no session): bound to their
+    /// name and to this process's key.
+    func proxyCSRFToken(name: String) -> String {
+        Base64URLText.encode(mac("proxy-csrf", name))
     }
 
     /// The session `request`'s cookie carries, when it is genuine, unexpired, not signed out
@@ -67,18 +78,22 @@ final class ConsoleSessions: Sendable {
     func session(_ request: Request, now: Int64) -> Session? {
         guard let value = request.cookies[Self.cookieName]?.value else { return nil }
         let parts = value.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 4, let expires = Int64(parts[0]), now < expires,
+        guard parts.count == 5, let expires = Int64(parts[0]), now < expires,
               let tag = Base64URLText.decode(String(parts[2])),
-              let signature = Base64URLText.decode(String(parts[3]))
+              let nameBytes = Base64URLText.decode(String(parts[3])),
+              let signature = Base64URLText.decode(String(parts[4]))
         else { return nil }
-        let payload = parts[0...2].joined(separator: ".")
+        let payload = parts[0...3].joined(separator: ".")
         guard Crypto.constantTimeEquals(signature, mac("session", payload)) else { return nil }
         let id = String(parts[1])
         let isSignedOut = signedOut.withLock { $0[id] != nil }
-        guard !isSignedOut, credentials.acceptsAny(where: { Crypto.constantTimeEquals(tokenTagBytes($0), tag) }) else {
+        guard !isSignedOut,
+              let user = credentials.user(
+                named: String(decoding: nameBytes, as: UTF8.self), holding: { Crypto.constantTimeEquals(tokenTagBytes($0), tag) })
+        else {
             return nil
         }
-        return Session(id: id, expires: expires, csrfToken: csrfToken(sessionID: id))
+        return Session(id: id, expires: expires, csrfToken: csrfToken(sessionID: id), user: user)
     }
 
     /// Ends `session` (sign-out) and returns the cookie that clears it in the browser.
@@ -88,11 +103,6 @@ final class ConsoleSessions: Sendable {
             ids[session.id] = session.expires
         }
         return cookie(Self.cookieName, "", maxAge: 0)
-    }
-
-    /// Whether `token` is this session's CSRF token.
-    func checks(csrf token: String, for session: Session) -> Bool {
-        Crypto.constantTimeEquals(Array(token.utf8), Array(session.csrfToken.utf8))
     }
 
     // MARK: The sign-in form

@@ -32,7 +32,7 @@ enum ConsoleTemplates {
     static let all: [(String, String)] = [
         ("layout", layout), ("signIn", signIn), ("message", message), ("overview", overview), ("orders", orders),
         ("order", order), ("notifications", notifications), ("notification", notification), ("deliveries", deliveries),
-        ("rawRequest", rawRequest), ("deliveryRows", deliveryRows),
+        ("rawRequest", rawRequest), ("deliveryRows", deliveryRows), ("audit", audit),
     ]
 
     static let layout = """
@@ -51,7 +51,8 @@ enum ConsoleTemplates {
         <a class="brand" href="/">ipnd</a>
         {{#signedIn}}
         <nav aria-label="Pages">{{#navItems}}<a href="{{href}}"{{#isCurrent}} aria-current="page"{{/isCurrent}}>{{label}}</a>{{/navItems}}</nav>
-        <form class="sign-out" method="post" action="/sign-out"><input type="hidden" name="csrf" value="{{csrfToken}}"><button type="submit">Sign out</button></form>
+        <p class="who" id="signed-in-as">Signed in as <strong id="user-name">{{userName}}</strong> (<span id="user-role">{{userRole}}</span>)</p>
+        {{#canSignOut}}<form class="sign-out" method="post" action="/sign-out"><input type="hidden" name="csrf" value="{{csrfToken}}"><button type="submit">Sign out</button></form>{{/canSignOut}}
         {{/signedIn}}
         </header>
         <main>
@@ -74,7 +75,7 @@ enum ConsoleTemplates {
         <input id="token" name="token" type="password" autocomplete="current-password" required autofocus>
         <button type="submit">Sign in</button>
         </form>
-        <p class="muted">A token whose SHA-256 is listed in <code>ops.tokens_sha256</code>, the same as the ops API's bearer tokens. The session lasts 12 hours.</p>
+        <p class="muted">Your ops token: one whose SHA-256 is listed for you in <code>ops.users</code> (or in <code>ops.tokens_sha256</code>), the same as the ops API's bearer tokens. The session lasts 12 hours.</p>
         {{/page}}{{/main}}{{/layout}}
         """
 
@@ -215,7 +216,7 @@ enum ConsoleTemplates {
         <thead><tr><th scope="col">id</th><th scope="col">target</th><th scope="col">event</th><th scope="col">order</th><th scope="col">state</th><th scope="col">attempts</th><th scope="col">last attempt</th><th scope="col">last answer</th><th scope="col">next attempt</th><th scope="col"></th></tr></thead>
         <tbody>
         {{#deliveryRows}}<tr id="delivery-{{deliveryID}}"><td class="num">{{deliveryID}}</td><td>{{deliveryTarget}}</td><td>#{{deliverySeq}} {{deliveryType}}</td><td><a class="ref" href="{{deliveryOrderLink}}">{{deliveryOrderRef}}</a></td><td><span class="dstate d-{{deliveryState}}">{{deliveryState}}</span></td><td class="num">{{deliveryAttempts}}</td><td><time>{{deliveryLastAttempt}}</time></td><td>{{deliveryLastAnswer}}</td><td><time>{{deliveryNextAttempt}}</time></td>
-        <td>{{#deliveryRetryable}}<form method="post" action="/deliveries/retry"><input type="hidden" name="csrf" value="{{csrfToken}}"><input type="hidden" name="id" value="{{deliveryID}}"><input type="hidden" name="return" value="{{returnPath}}"><button type="submit">Retry</button></form>{{/deliveryRetryable}}</td></tr>
+        <td>{{#mayChange}}{{#deliveryRetryable}}<form method="post" action="/deliveries/retry"><input type="hidden" name="csrf" value="{{csrfToken}}"><input type="hidden" name="id" value="{{deliveryID}}"><input type="hidden" name="return" value="{{returnPath}}"><button type="submit">Retry</button></form>{{/deliveryRetryable}}{{/mayChange}}</td></tr>
         {{/deliveryRows}}
         {{^deliveryRows}}<tr><td colspan="10" class="empty">No deliveries.</td></tr>{{/deliveryRows}}
         </tbody>
@@ -236,19 +237,19 @@ enum ConsoleTemplates {
         <dt>created</dt><dd><time>{{createdAt}}</time></dd>
         <dt>updated</dt><dd><time>{{updatedAt}}</time></dd>
         </dl>
-        <section>
+        {{#mayChange}}<section>
         <h2>Expectation</h2>
         <p class="muted">The amount and currency this order must be paid with; a notification authorizing or paying another amount is recorded as <em>mismatch</em> and flags the order.</p>
-        <form class="inline" method="post" action="{{expectationAction}}">
+        <form class="inline" method="post" action="{{expectationAction}}" id="expectation-form">
         <input type="hidden" name="csrf" value="{{csrfToken}}">
         <label>Amount <input name="amount" inputmode="decimal" required size="10" placeholder="12.34"></label>
         <label>Currency <input name="currency" required size="4" maxlength="3" value="{{currencyGuess}}"></label>
         <button type="submit">Register expectation</button>
         </form>
-        </section>
+        </section>{{/mayChange}}
         <section>
         <h2>Timeline</h2>
-        <p class="muted">Notifications in the order they arrived, with the transitions and events they caused, by time. {{#rawShown}}<a href="{{rawToggleLink}}">Hide raw requests</a>{{/rawShown}}{{^rawShown}}<a href="{{rawToggleLink}}">Show raw bodies and stored headers</a>{{/rawShown}}</p>
+        <p class="muted">Notifications in the order they arrived, with the transitions and events they caused, by time. {{#mayRaw}}{{#rawShown}}<a href="{{rawToggleLink}}">Hide raw requests</a>{{/rawShown}}{{^rawShown}}<a href="{{rawToggleLink}}" id="show-raw">Show raw bodies and stored headers</a>{{/rawShown}}{{/mayRaw}}</p>
         <ol class="timeline" id="timeline">
         {{#timeline}}<li class="tl tl-{{entryKind}}"><time>{{entryTime}}</time>
         {{#tlNotification}}<span class="kind">notification</span> <a href="{{noteLink}}">#{{noteID}}</a> <span class="verdict v-{{noteVerdict}}" data-verdict="{{noteVerdict}}">{{noteVerdict}}</span>{{#noteReason}} <span class="reason">{{.}}</span>{{/noteReason}}{{#noteStatus}} <span class="pstatus">status {{.}}</span>{{/noteStatus}}{{#noteKind}} <span class="muted">{{.}}</span>{{/noteKind}}{{#noteAmount}} <span class="muted">{{.}}</span>{{/noteAmount}}{{#noteDetail}}<div class="muted small">{{.}}</div>{{/noteDetail}}
@@ -262,10 +263,10 @@ enum ConsoleTemplates {
         <section id="inquiries">
         <h2>Inquiries</h2>
         {{#asked}}<p class="muted">ipnd asks the provider's status API about this order while it has not settled. Next inquiry: {{#nextInquiryAt}}<time id="next-inquiry">{{.}}</time>{{/nextInquiryAt}}{{^nextInquiryAt}}<span id="next-inquiry">none scheduled</span>{{/nextInquiryAt}}.</p>
-        <form class="inline" method="post" action="{{askAction}}">
+        {{#mayChange}}<form class="inline" method="post" action="{{askAction}}">
         <input type="hidden" name="csrf" value="{{csrfToken}}">
         <button type="submit" id="ask-provider">Ask the provider now</button>
-        </form>{{/asked}}
+        </form>{{/mayChange}}{{/asked}}
         {{^asked}}<p class="muted">This account has no inquiry section in the config: ipnd never asks its provider about its orders.</p>{{/asked}}
         <div class="scroll"><table id="inquiry-rows">
         <thead><tr><th scope="col">#</th><th scope="col">asked</th><th scope="col">trigger</th><th scope="col">outcome</th><th scope="col">HTTP</th><th scope="col">provider status</th><th scope="col">notification</th><th scope="col">ms</th></tr></thead>
@@ -338,6 +339,7 @@ enum ConsoleTemplates {
         <dt>detail</dt><dd>{{noteDetail}}</dd>
         </dl>
         {{#noteRaw}}{{>rawRequest}}{{/noteRaw}}
+        {{^noteRaw}}{{#mayRaw}}<p><a href="{{noteRawLink}}" id="show-raw">Show the stored headers and body</a></p>{{/mayRaw}}{{/noteRaw}}
         {{/page}}{{/main}}{{/layout}}
         """
 
@@ -349,7 +351,7 @@ enum ConsoleTemplates {
         <thead><tr><th scope="col">target</th><th scope="col">status</th><th scope="col">backlog</th><th scope="col">oldest pending</th><th scope="col">failed</th><th scope="col">actions</th></tr></thead>
         <tbody>
         {{#targetRows}}<tr id="target-{{targetName}}"><th scope="row"><a href="{{targetLink}}">{{targetName}}</a></th><td>{{#targetPaused}}<span class="bad">paused</span> <span class="muted small">since {{targetPausedAt}}: {{targetPausedReason}}</span>{{/targetPaused}}{{^targetPaused}}active{{/targetPaused}}</td><td class="num">{{targetBacklog}}</td><td>{{targetOldest}}</td><td class="num">{{targetFailed}}</td>
-        <td class="actions">{{#targetPaused}}<form method="post" action="/deliveries/resume"><input type="hidden" name="csrf" value="{{csrfToken}}"><input type="hidden" name="target" value="{{targetName}}"><button type="submit">Resume</button></form>{{/targetPaused}}{{#targetFailedLink}}<form method="post" action="/deliveries/retry"><input type="hidden" name="csrf" value="{{csrfToken}}"><input type="hidden" name="target" value="{{targetName}}"><input type="hidden" name="return" value="{{returnPath}}"><button type="submit">Retry {{targetFailed}} failed</button></form>{{/targetFailedLink}}</td></tr>
+        <td class="actions">{{#mayChange}}{{#targetPaused}}<form method="post" action="/deliveries/resume"><input type="hidden" name="csrf" value="{{csrfToken}}"><input type="hidden" name="target" value="{{targetName}}"><button type="submit">Resume</button></form>{{/targetPaused}}{{#targetFailedLink}}<form method="post" action="/deliveries/retry"><input type="hidden" name="csrf" value="{{csrfToken}}"><input type="hidden" name="target" value="{{targetName}}"><input type="hidden" name="return" value="{{returnPath}}"><button type="submit">Retry {{targetFailed}} failed</button></form>{{/targetFailedLink}}{{/mayChange}}</td></tr>
         {{/targetRows}}
         {{^targetRows}}<tr><td colspan="6" class="empty">No delivery targets are configured.</td></tr>{{/targetRows}}
         </tbody>
@@ -365,6 +367,28 @@ enum ConsoleTemplates {
         {{>deliveryRows}}
         <nav class="pager" aria-label="Pages of deliveries">{{#firstPageLink}}<a href="{{.}}">« First page</a>{{/firstPageLink}}{{#nextPageLink}}<a rel="next" href="{{.}}">Next page »</a>{{/nextPageLink}}</nav>
         </section>
+        {{/page}}{{/main}}{{/layout}}
+        """
+
+    static let audit = """
+        {{<layout}}{{$main}}{{#page}}
+        <form class="filters" method="get" action="/audit">
+        <label>Actor <input name="actor" value="{{actorFilter}}" size="20"></label>
+        <label>Action <select name="action"><option value="">any</option>{{#actionOptions}}<option value="{{optionValue}}"{{#optionSelected}} selected{{/optionSelected}}>{{optionValue}}</option>{{/actionOptions}}</select></label>
+        <label>Outcome <select name="outcome"><option value="">any</option>{{#outcomeOptions}}<option value="{{optionValue}}"{{#optionSelected}} selected{{/optionSelected}}>{{optionValue}}</option>{{/outcomeOptions}}</select></label>
+        <label>Since <input name="since" value="{{sinceFilter}}" placeholder="2026-11-21T10:00:00Z" size="22"></label>
+        <button type="submit">Filter</button> <a href="/audit">Clear</a>
+        </form>
+        <p class="muted">Who did what, newest first. Each record holds the hash of the one before it: <code>ipnd audit verify</code> checks the chain.</p>
+        <div class="scroll"><table id="audit-records">
+        <thead><tr><th scope="col">id</th><th scope="col">at</th><th scope="col">actor</th><th scope="col">role</th><th scope="col">via</th><th scope="col">action</th><th scope="col">target</th><th scope="col">outcome</th><th scope="col">client</th><th scope="col">detail</th></tr></thead>
+        <tbody>
+        {{#auditRows}}<tr id="audit-{{auditID}}"><td class="num">{{auditID}}</td><td><time>{{auditAt}}</time></td><td>{{auditActor}}</td><td>{{auditRole}}</td><td>{{auditVia}}</td><td>{{auditAction}}</td><td class="ref">{{auditTarget}}</td><td><span class="outcome o-{{auditOutcome}}" data-outcome="{{auditOutcome}}">{{auditOutcome}}</span></td><td>{{auditClient}}</td><td class="small">{{auditDetail}}</td></tr>
+        {{/auditRows}}
+        {{^auditRows}}<tr><td colspan="10" class="empty">No audit records match.</td></tr>{{/auditRows}}
+        </tbody>
+        </table></div>
+        <nav class="pager" aria-label="Pages of audit records">{{#firstPageLink}}<a href="{{.}}">« First page</a>{{/firstPageLink}}{{#nextPageLink}}<a rel="next" href="{{.}}">Next page »</a>{{/nextPageLink}}</nav>
         {{/page}}{{/main}}{{/layout}}
         """
 }

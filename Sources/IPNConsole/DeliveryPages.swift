@@ -72,7 +72,8 @@ extension OpsConsole {
                            request: request, back: (back, "Back"))
         }
         return await page(request) { () async throws(StoreError) -> Response in
-            let count = try await store.retryDeliveries(selection, now: now())
+            let count = try await store.retryDeliveries(selection, now: now(), audit: OpsIdentity.current?.audit(
+                .deliveryRetry, target: selection.auditTarget))
             logger.info("deliveries put back to pending", metadata: ["count": "\(count)", "via": "console"])
             return Self.redirect(Flash.path(back, done: "retried", count: count))
         }
@@ -89,7 +90,8 @@ extension OpsConsole {
                            back: ("/deliveries", "Deliveries"))
         }
         return await page(request) { () async throws(StoreError) -> Response in
-            let due = try await store.resumeTarget(name, now: now())
+            let due = try await store.resumeTarget(
+                name, now: now(), audit: OpsIdentity.current?.audit(.deliveryResume, target: AuditTarget.deliveryTarget(name)))
             logger.info("delivery target resumed", metadata: ["target": "\(name)", "due": "\(due)", "via": "console"])
             return Self.redirect(Flash.path("/deliveries", done: "resumed", count: due))
         }

@@ -62,17 +62,21 @@ extension OpsConsole {
         }
     }
 
-    /// `GET /notifications/{id}`: one notification with its stored headers and raw body.
+    /// `GET /notifications/{id}`: one notification; with `?raw=1` (roles that may: the access
+    /// check refused the others), its stored headers and raw body, recorded in the audit trail
+    /// before they are sent.
     func notificationPage(_ request: Request, id text: String) async -> Response {
+        let showRaw = FormQuery(request.uri)["raw"] == "1"
         guard let id = Int64(text), id > 0 else {
             return message("\"\(text.prefix(64))\" is not a notification id.", title: "No such notification", status: .notFound,
                            request: request, back: ("/notifications", "Notifications"))
         }
         return await page(request) { () async throws(StoreError) -> Response in
-            guard let note = try await store.notification(id: id, includeRaw: true) else {
+            guard let note = try await store.notification(id: id, includeRaw: showRaw) else {
                 return message("There is no notification \(id).", title: "No such notification", status: .notFound,
                                request: request, back: ("/notifications", "Notifications"))
             }
+            if showRaw { try await recordRawRead([id]) }
             return render("notification", title: "Notification \(id)", current: "/notifications", request: request,
                           page: NotificationPage(note))
         }
@@ -143,8 +147,10 @@ struct NotificationPage: Sendable {
     let noteReverifiedLink: String?
     let noteDetail: String
     let noteRaw: RawRequestView?
+    let noteRawLink: String
 
     init(_ note: NotificationRecord) {
+        noteRawLink = "/notifications/\(note.id)?raw=1"
         noteID = note.id
         noteReceived = note.receivedAt
         noteProvider = note.provider

@@ -33,7 +33,7 @@ import NIOCore
 /// ```
 ///
 /// Pages: `GET /` (overview), `/orders`, `/orders/{provider}/{account}/{order_ref}`,
-/// `/notifications`, `/notifications/{id}`, `/deliveries`; forms: `POST /sign-in`,
+/// `/notifications`, `/notifications/{id}`, `/deliveries`, `/audit` (admins); forms: `POST /sign-in`,
 /// `/sign-out`, `/orders/{provider}/{account}/{order_ref}/expectation`, `.../inquiries` (ask the
 /// provider now), `/deliveries/retry`,
 /// `/deliveries/resume`; files: `/console.css`, `/favicon.svg`. Every answer carries a
@@ -52,7 +52,7 @@ public struct OpsConsole: Sendable {
     let templates: MustacheLibrary
     /// The time of day sessions expire, the sign-in throttle forgets and the overview's windows
     /// are counted on.
-    let clock: WallClock
+    public let clock: WallClock
 
     /// Rows on a page of a list.
     static let pageSize = 50
@@ -86,7 +86,8 @@ public struct OpsConsole: Sendable {
         open.get("/favicon.svg") { _, _ in Self.asset(ConsoleAssets.favicon, contentType: "image/svg+xml") }
         open.get("/sign-in") { request, _ in
             // Already signed in: on to where the form would have led.
-            guard sessions.session(request, now: nowSeconds()) == nil else {
+            // Signed in already, or named by a trusted proxy (who never sees this form).
+            guard OpsIdentity.current == nil else {
                 let next = FormQuery(request.uri)["next"].flatMap { URLText.isLocalPath($0) ? $0 : nil }
                 return Self.redirect(next ?? "/")
             }
@@ -94,7 +95,7 @@ public struct OpsConsole: Sendable {
         }
         open.post("/sign-in") { request, context in await signIn(request, context: context) }
 
-        let pages = open.group().add(middleware: ConsoleSessionMiddleware<Context>(sessions: sessions, logger: logger, clock: clock))
+        let pages = open.group().add(middleware: ConsoleSessionMiddleware<Context>(store: store, logger: logger))
         pages.get("/") { request, _ in await overview(request) }
         pages.get("/orders") { request, _ in await ordersPage(request) }
         pages.get("/orders/:provider/:account/:order_ref") { request, context in
@@ -113,7 +114,8 @@ public struct OpsConsole: Sendable {
         pages.get("/deliveries") { request, _ in await deliveriesPage(request) }
         pages.post("/deliveries/retry") { request, _ in await retryDeliveries(request) }
         pages.post("/deliveries/resume") { request, _ in await resumeTarget(request) }
-        pages.post("/sign-out") { request, _ in signOut(request) }
+        pages.post("/sign-out") { request, _ in await signOut(request) }
+        pages.get("/audit") { request, _ in await auditPage(request) }
     }
 
     // MARK: Rendering
@@ -123,9 +125,12 @@ public struct OpsConsole: Sendable {
         _ template: String, title: String, current: String, request: Request, page: Body, status: HTTPResponse.Status = .ok,
         error: String? = nil
     ) -> Response {
+        let identity = OpsIdentity.current
+        let role = identity?.principal.role ?? .viewer
         let frame = PageFrame(
-            pageTitle: title, signedIn: true, navItems: NavItem.all(current: current),
-            csrfToken: sessions.session(request, now: nowSeconds())?.csrfToken ?? "",
+            pageTitle: title, signedIn: true, navItems: NavItem.all(current: current, role: role),
+            csrfToken: identity?.csrfToken ?? "", userName: identity?.principal.name ?? "", userRole: role.rawValue,
+            canSignOut: identity?.canSignOut ?? false, mayChange: role >= .operator, mayRaw: role >= OpsAction.rawRead.role,
             flashMessage: Flash.message(FormQuery(request.uri)), errorMessage: error, page: page)
         return html(template, frame, status: status)
     }
@@ -160,6 +165,16 @@ public struct OpsConsole: Sendable {
             response.headers[.retryAfter] = "5"
             return response
         }
+    }
+
+    /// Records that the signed-in principal is about to be shown the raw bodies and stored
+    /// headers of notifications `ids`: thrown failure means they are not shown (503).
+    func recordRawRead(_ ids: [Int64]) async throws(StoreError) {
+        guard let target = AuditTarget.notifications(ids) else { return }
+        guard let identity = OpsIdentity.current else { throw StoreError(message: "no identity to record the raw read with") }
+        var detail = AuditDetail()
+        detail.add("count", Set(ids).count)
+        try await store.appendAudit(identity.audit(.rawRead, target: target, detail: detail))
     }
 
     /// 303 to `location` (after a form, so that reloading does not post it again).
@@ -235,11 +250,17 @@ enum Flash {
 /// The headers every console answer carries: nothing may load from elsewhere, nothing inline
 /// runs, no page may frame the console, and pages holding payment data are not cached.
 struct ConsoleHeadersMiddleware<Context: RequestContext>: RouterMiddleware {
-    static var policy: String { "default-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'" }
-
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        var response = try await next(request, context)
-        response.headers[.contentSecurityPolicy] = Self.policy
+        try await next(request, context).withConsoleHeaders()
+    }
+}
+
+extension Response {
+    /// This answer with the headers every console answer carries (`ConsoleHeadersMiddleware`):
+    /// also for the ones the ops listener's access check gives before a console page runs.
+    public func withConsoleHeaders() -> Response {
+        var response = self
+        response.headers[.contentSecurityPolicy] = "default-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
         response.headers[.xContentTypeOptions] = "nosniff"
         response.headers[HTTPField.Name("Referrer-Policy")!] = "no-referrer"
         response.headers[HTTPField.Name("X-Frame-Options")!] = "DENY"

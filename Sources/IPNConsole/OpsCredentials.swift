@@ -11,52 +11,51 @@
 //
 //===----------------------------------------------------------------------===//
 
+import IPNConfig
 import IPNCore
 
-/// The ops tokens ipnd accepts, by their SHA-256 (`ops.tokens_sha256`): one instance shared by
-/// the ops API's bearer check and the console's sign-in, so replacing the digests (a config
-/// reload) takes effect for both at once, and ends console sessions signed in with a token
-/// that is no longer accepted.
+/// Who a bearer token identifies: the users of `ops.users` and an admin per digest of
+/// `ops.tokens_sha256` (`IPNDConfig.ops.tokenHolders`). One instance is shared by the ops API's
+/// bearer check and the console's sign-in and sessions, so a reload that replaces the users
+/// takes effect for both at once: a removed user or digest loses the API at once, and their
+/// console sessions end at their next request; a changed role applies from the next request.
 public final class OpsCredentials: Sendable {
-    private let digests: Locked<[[UInt8]]>
+    private let users: Locked<[OpsUser]>
 
-    /// - Parameter digests: SHA-256 digests of the accepted tokens.
-    public init(digests: [[UInt8]]) {
-        self.digests = Locked(digests)
+    public init(users: [OpsUser]) {
+        self.users = Locked(users)
     }
 
-    /// The digests accepted from now on.
-    public func replace(digests: [[UInt8]]) {
-        self.digests.withLock { $0 = digests }
+    /// The users from now on.
+    public func replace(users: [OpsUser]) {
+        self.users.withLock { $0 = users }
     }
 
-    /// Whether no token is accepted at all (every request is refused).
-    public var isEmpty: Bool { digests.withLock { $0.isEmpty } }
+    /// Whether no token is accepted at all.
+    public var isEmpty: Bool { users.withLock { $0.allSatisfy(\.digests.isEmpty) } }
 
-    /// Whether `token`'s SHA-256 is one of the accepted digests. Compared in constant time
-    /// against every digest, with no early exit: the time taken says nothing about which one
-    /// matched, if any.
-    public func accepts(token: String) -> Bool {
-        acceptedDigest(token: token) != nil
-    }
-
-    /// The accepted digest `token` hashes to, nil when it is not accepted.
-    public func acceptedDigest(token: String) -> [UInt8]? {
+    /// The user `token` identifies and the digest it hashes to; nil when no one's. Compared in
+    /// constant time against every digest of every user, with no early exit: the time taken
+    /// says nothing about which one matched, if any.
+    public func holder(token: String) -> (user: OpsUser, digest: [UInt8])? {
         let digest = Crypto.digest(.sha256, Array(token.utf8))
-        var matched = false
-        for accepted in digests.withLock({ $0 }) where Crypto.constantTimeEquals(digest, accepted) {
-            matched = true
+        var found: OpsUser?
+        for user in users.withLock({ $0 }) {
+            for accepted in user.digests where Crypto.constantTimeEquals(digest, accepted) {
+                found = user
+            }
         }
-        return matched ? digest : nil
+        return found.map { ($0, digest) }
     }
 
-    /// Whether any accepted digest `matches` (a session names the digest it signed in with by
-    /// a keyed hash of it). Every digest is tried.
-    func acceptsAny(where matches: ([UInt8]) -> Bool) -> Bool {
+    /// The user called `name` when one of their digests `matches` (a session names the digest
+    /// it signed in with by a keyed hash of it). Every digest of theirs is tried.
+    func user(named name: String, holding matches: ([UInt8]) -> Bool) -> OpsUser? {
+        guard let user = users.withLock({ $0.first { $0.name == name } }) else { return nil }
         var matched = false
-        for accepted in digests.withLock({ $0 }) where matches(accepted) {
+        for digest in user.digests where matches(digest) {
             matched = true
         }
-        return matched
+        return matched ? user : nil
     }
 }

@@ -82,6 +82,7 @@ extension OpsConsole {
                     "No order \"\(key.orderRef)\" for \(key.provider)/\(key.account).", title: "No such order",
                     status: .notFound, request: request, back: ("/orders", "Orders"))
             }
+            if showRaw { try await recordRawRead(detail.notifications.filter { $0.body != nil }.map(\.id)) }
             let deliveries = try await store.deliveries(orderID: detail.order.id)
             let asked = asking.scopes.contains(Scope(provider: key.provider, account: key.account))
             let model = OrderPage(
@@ -115,8 +116,14 @@ extension OpsConsole {
             return await orderPage(request, key: key, error: "The expectation was not registered: \(error)", status: .badRequest)
         }
         return await page(request) { () async throws(StoreError) -> Response in
+            var detail = AuditDetail()
+            detail.add("amount", amount.decimal)
+            detail.add("currency", amount.currency)
+            let audit = OpsIdentity.current?.audit(
+                .expectationSet, target: AuditTarget.order(provider: key.provider, account: key.account, orderRef: key.orderRef),
+                detail: detail)
             let outcome = try await store.setExpectation(
-                provider: key.provider, account: key.account, orderRef: key.orderRef, amount: amount)
+                provider: key.provider, account: key.account, orderRef: key.orderRef, amount: amount, audit: audit)
             var metadata: Logger.Metadata = [
                 "provider": "\(key.provider)", "account": "\(key.account)", "order_ref": "\(key.orderRef)",
                 "expected": "\(amount)", "order_state": "\(outcome.state.rawValue)", "via": "console",
@@ -136,16 +143,21 @@ extension OpsConsole {
     /// `POST /orders/{provider}/{account}/{order_ref}/inquiries`: asks the provider about the
     /// order now, as `ipnd orders reconcile` does, and goes back to the order with the outcome.
     func askProvider(_ request: Request, key: OrderKey) async -> Response {
+        let audit = OpsIdentity.current?.audit(
+            .reconcile, target: AuditTarget.order(provider: key.provider, account: key.account, orderRef: key.orderRef))
         do {
-            let record = try await asking.ask(provider: key.provider, account: key.account, orderRef: key.orderRef, trigger: .console)
+            let record = try await asking.ask(
+                provider: key.provider, account: key.account, orderRef: key.orderRef, trigger: .console, audit: audit)
             return Self.redirect(Flash.path(key.path, done: "inquiry") + "&outcome=\(record.outcome.rawValue)")
         } catch {
             switch error {
             case .unknownOrder:
+                if let audit { await auditQuietly(audit.refused("unknown order")) }
                 return message(
                     "No order \"\(key.orderRef)\" for \(key.provider)/\(key.account).", title: "No such order",
                     status: .notFound, request: request, back: ("/orders", "Orders"))
             case .noInquiry:
+                if let audit { await auditQuietly(audit.refused("the account has no inquiry section")) }
                 return await orderPage(
                     request, key: key, error: "This account has no inquiry section in the config: ipnd never asks its provider.",
                     status: .conflict)

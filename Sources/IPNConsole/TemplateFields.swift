@@ -25,6 +25,11 @@ extension PageFrame: MustacheParent {
         case "signedIn": signedIn
         case "navItems": navItems
         case "csrfToken": csrfToken
+        case "userName": userName
+        case "userRole": userRole
+        case "canSignOut": canSignOut
+        case "mayChange": mayChange
+        case "mayRaw": mayRaw
         case "flashMessage": flashMessage
         case "errorMessage": errorMessage
         case "page": page
@@ -457,6 +462,7 @@ extension NotificationPage: MustacheParent {
         case "noteReverifiedLink": noteReverifiedLink
         case "noteDetail": noteDetail
         case "noteRaw": noteRaw
+        case "noteRawLink": noteRawLink
         default: nil
         }
     }
@@ -472,6 +478,39 @@ extension DeliveriesPage: MustacheParent {
         case "returnPath": returnPath
         case "firstPageLink": firstPageLink
         case "nextPageLink": nextPageLink
+        default: nil
+        }
+    }
+}
+
+extension AuditPage: MustacheParent {
+    func child(named name: String) -> Any? {
+        switch name {
+        case "actorFilter": actorFilter
+        case "actionOptions": actionOptions
+        case "outcomeOptions": outcomeOptions
+        case "sinceFilter": sinceFilter
+        case "auditRows": auditRows
+        case "firstPageLink": firstPageLink
+        case "nextPageLink": nextPageLink
+        default: nil
+        }
+    }
+}
+
+extension AuditRow: MustacheParent {
+    func child(named name: String) -> Any? {
+        switch name {
+        case "auditID": auditID
+        case "auditAt": auditAt
+        case "auditActor": auditActor
+        case "auditRole": auditRole
+        case "auditVia": auditVia
+        case "auditAction": auditAction
+        case "auditTarget": auditTarget
+        case "auditOutcome": auditOutcome
+        case "auditClient": auditClient
+        case "auditDetail": auditDetail
         default: nil
         }
     }

@@ -24,6 +24,15 @@ struct PageFrame<Body>: Sendable where Body: Sendable {
     let navItems: [NavItem]
     /// The session's CSRF token, for every form on the page.
     let csrfToken: String
+    /// Who is signed in, and their role.
+    var userName: String = ""
+    var userRole: String = ""
+    /// Signed in through the form (a person named by a trusted proxy has no sign-out).
+    var canSignOut: Bool = false
+    /// The role may change things: the page shows its forms and buttons.
+    var mayChange: Bool = false
+    /// The role may read raw bodies and stored headers: the page offers them.
+    var mayRaw: Bool = false
     let flashMessage: String?
     let errorMessage: String?
     let page: Body
@@ -35,10 +44,11 @@ struct NavItem: Sendable {
     let label: String
     let isCurrent: Bool
 
-    /// The console's pages, `current` marked.
-    static func all(current: String) -> [NavItem] {
-        [("/", "Overview"), ("/orders", "Orders"), ("/notifications", "Notifications"), ("/deliveries", "Deliveries")]
-            .map { NavItem(href: $0.0, label: $0.1, isCurrent: $0.0 == current) }
+    /// The console's pages `role` may open, `current` marked.
+    static func all(current: String, role: OpsRole = .viewer) -> [NavItem] {
+        var pages = [("/", "Overview"), ("/orders", "Orders"), ("/notifications", "Notifications"), ("/deliveries", "Deliveries")]
+        if role >= OpsAction.auditRead.role { pages.append(("/audit", "Audit")) }
+        return pages.map { NavItem(href: $0.0, label: $0.1, isCurrent: $0.0 == current) }
     }
 }
 

@@ -181,7 +181,9 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
     /// Asks about one order now, outside the schedule (`orders reconcile`, the API, the
     /// console), records the answer and returns its record. The order's schedule moves only if
     /// the answer changes the order.
-    public func ask(provider: String, account: String, orderRef: String, trigger: InquiryTrigger) async throws(InquiryAskError) -> InquiryRecord {
+    public func ask(provider: String, account: String, orderRef: String, trigger: InquiryTrigger, audit: AuditEntry?) async throws(InquiryAskError)
+        -> InquiryRecord
+    {
         let scope = Scope(provider: provider, account: account)
         guard let configured = state.withLock({ $0.accounts.first { $0.scope == scope } }) else { throw .noInquiry }
         let detail: OrderDetail?
@@ -208,7 +210,7 @@ public final class Reconciler: Service, InquiryAsking, Sendable {
             let record = try await store.recordInquiry(CompletedInquiry(
                 scope: scope, orderRef: orderRef, askedAt: Timestamp.format(epochMilliseconds: askedAt), trigger: trigger, url: attempt.url,
                 durationMs: attempt.durationMs, httpStatus: attempt.httpStatus, providerStatus: attempt.providerStatus,
-                result: attempt.result))
+                result: attempt.result, audit: audit))
             report(record, attempt: attempt)
             return record
         } catch {

@@ -32,6 +32,7 @@ extension Daemon {
         await reloading.withLock {
             notifier.notify("RELOADING=1\nMONOTONIC_USEC=\(Self.monotonicMicroseconds())\nSTATUS=reloading \(live.current.path)")
             let outcome = await reloadNow()
+            await recordReload(outcome)
             notifier.notify("READY=1\nSTATUS=\(Self.status(after: outcome, path: live.current.path))")
             return outcome
         }
@@ -65,9 +66,10 @@ extension Daemon {
         live.replace(config)
         metrics.register(accounts: config.accountKeys)
         metrics.configReloaded()
-        // The API's bearer check and the console's sign-in share these; a console session made
-        // with a token that is no longer listed ends at its next request.
-        opsCredentials.replace(digests: config.ops.tokenDigests)
+        // The API's bearer check and the console's sign-in share these: a user or digest removed
+        // loses the API at once and their console sessions end at their next request; a changed
+        // role applies from the next request.
+        opsCredentials.replace(users: config.ops.tokenHolders)
         if !needsRestart.isEmpty {
             logger.warning("config reloaded; these changes need a restart to take effect", metadata: [
                 "config": .string(old.path), "keys": .string(needsRestart.joined(separator: ",")),
@@ -75,7 +77,7 @@ extension Daemon {
         }
         logger.info("config reloaded", metadata: [
             "config": .string(old.path), "accounts": "\(config.accounts.count)", "delivery_targets": "\(config.deliveries.count)",
-            "ops_tokens": "\(config.ops.tokenDigests.count)",
+            "ops_tokens": "\(config.ops.tokenDigests.count)", "ops_users": "\(config.ops.users.count)",
         ])
         return .applied(needsRestart: needsRestart)
     }
@@ -91,6 +93,27 @@ extension Daemon {
         await parts.reconciler.update(settings: config.reconcilerSettings, accounts: config.inquiryAccounts)
         parts.budget.setPerWindow(config.server.rejectedStorePerMinute)
         parts.retention.setRetention(config.store.retention)
+    }
+
+    /// `config.reload` as `system`: applied (with the keys waiting for a restart) or refused
+    /// (with why; config errors never hold a secret).
+    private func recordReload(_ outcome: ReloadOutcome) async {
+        var detail = AuditDetail()
+        let result: AuditOutcome
+        switch outcome {
+        case .applied(let keys):
+            result = .ok
+            if !keys.isEmpty { detail.add("needs_restart", keys.joined(separator: ",")) }
+            detail.add("users", config.ops.tokenHolders.count)
+        case .refused(let reason):
+            result = .refused
+            detail.add("reason", String(reason.prefix(500)))
+        }
+        do {
+            try await store.appendAudit(AuditEntry(.system, clientIP: nil, action: .configReload, outcome: result, detail: detail))
+        } catch {
+            logger.error("audit record not written", metadata: ["action": "config.reload", "error": "\(error)"])
+        }
     }
 
     private static func status(after outcome: ReloadOutcome, path: String) -> String {

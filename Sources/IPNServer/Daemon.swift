@@ -48,6 +48,7 @@ public final class Daemon: Sendable {
     /// The accepted ops tokens, shared by the ops API and the console's sign-in (a reload
     /// replaces them here).
     public let opsCredentials: OpsCredentials
+    let auditMetrics: AuditMetrics
     let state = Locked(RunState())
 
     /// The ports the listeners are bound to (differs from the config when it says 0).
@@ -68,6 +69,8 @@ public final class Daemon: Sendable {
         var shutdownRequested = false
         /// What a reload changes besides the config itself; set while `run` runs.
         var reloadables: Reloadables?
+        /// Every route the ops router registers (method, path pattern); set while `run` runs.
+        var opsRoutes: [OpsPermissions.Route] = []
     }
 
     /// The parts of a running daemon that hold settings of their own, which a reload updates.
@@ -169,13 +172,21 @@ public final class Daemon: Sendable {
         self.notifier = notifier
         self.metricsRegistry = metricsRegistry
         metrics = metricsRegistry.server
-        opsCredentials = OpsCredentials(digests: config.ops.tokenDigests)
+        opsCredentials = OpsCredentials(users: config.ops.tokenHolders)
+        auditMetrics = AuditMetrics(factory: metricsRegistry.factory)
     }
 
     /// Serves until one of `signals` arrives or `shutdown()` is called, then drains in-flight
     /// requests, commits what they started and closes the store.
     public func run(gracefulShutdownSignals signals: [UnixSignal] = [.sigterm, .sigint]) async throws {
+        store.auditObserver.observe { [logger, auditMetrics] record in
+            AuditLog.log(record, to: logger)
+            auditMetrics.recorded(record)
+        }
         do {
+            var started = AuditDetail()
+            started.add("version", BuildInfo.version)
+            try await store.appendAudit(AuditEntry(.system, clientIP: nil, action: .daemonStart, detail: started))
             try await store.registerDeliveryTargets(config.deliveries.map(\.name))
             if let sqlite = sqliteStore {
                 // One daemon per file (the store lock): leases a previous process left are its own.
@@ -218,8 +229,8 @@ public final class Daemon: Sendable {
             },
             logger: logger
         )
-        if config.ops.tokenDigests.isEmpty {
-            logger.warning("ops.tokens_sha256 is empty: the ops API answers 401 to every request", metadata: [
+        if opsCredentials.isEmpty, config.ops.proxyAuth == nil {
+            logger.warning("no ops token is configured (ops.users, ops.tokens_sha256) and no proxy_auth: the ops API answers 401 to every request", metadata: [
                 "ops_listener": "\(config.ops.host):\(config.ops.port)",
             ])
         }
@@ -232,7 +243,11 @@ public final class Daemon: Sendable {
                 registry: metricsRegistry, store: store, inquiryScopes: { reconciler.scopes }, ready: { await health.storeAcceptsWrites() },
                 clock: timing.clock),
             console: console,
-            credentials: opsCredentials, logger: logger)
+            access: OpsAccessMiddleware(
+                credentials: opsCredentials, console: console, live: live, store: store, metrics: auditMetrics, logger: logger))
+        state.withLock { state in
+            state.opsRoutes = opsRouter.routes.map { OpsPermissions.Route($0.method.rawValue, $0.path.description) }
+        }
         let opsApp = Application(
             router: opsRouter,
             server: .http1(
@@ -305,6 +320,11 @@ public final class Daemon: Sendable {
             storeLock?.release()
             throw error
         }
+        do {
+            try await store.appendAudit(AuditEntry(.system, clientIP: nil, action: .daemonStop))
+        } catch {
+            logger.error("audit record not written", metadata: ["action": "daemon.stop", "error": "\(error)"])
+        }
         if let checkpointFailure = try await store.close() {
             // Not a failed stop: every acknowledged notification is committed in the WAL.
             logger.warning("store closed without its final checkpoint; what was committed stays in the WAL, read at the next start",
@@ -313,6 +333,10 @@ public final class Daemon: Sendable {
         storeLock?.release()
         logger.info("stopped", metadata: ["store": "\(store.location)"])
     }
+
+    /// Every route the ops listener serves, as its router lists them (HEAD as GET): each must
+    /// have a rule in `OpsPermissions.table`.
+    public var opsRoutes: [OpsPermissions.Route] { state.withLock { $0.opsRoutes } }
 
     /// Starts a graceful shutdown, as SIGTERM does.
     public func shutdown() async {

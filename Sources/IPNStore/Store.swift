@@ -15,7 +15,7 @@ import IPNCore
 
 /// Reading the store: what the query commands, the ops API, the console and the metrics ask.
 /// Every backend answers the same questions with the same records.
-public protocol StoreReading: Sendable {
+public protocol StoreReading: AuditReading {
     /// Orders, newest first.
     func orders(_ filter: OrderFilter) async throws(StoreError) -> [OrderRecord]
     /// One order with its transitions, notifications and events; nil when unknown.
@@ -70,9 +70,12 @@ public protocol StoreReading: Sendable {
 
 /// The store the daemon writes: one notification, one expectation, one delivery outcome at a
 /// time, each acknowledged only once committed. `SQLiteStore` and `PostgresStore` implement it.
-public protocol Store: StoreReading, InquiryStore {
+public protocol Store: StoreReading, InquiryStore, AuditStore {
     /// Records `entry` through the one write path and returns its verdict once committed.
     func record(_ entry: InboxEntry) async throws(StoreError) -> RecordOutcome
+    /// Records `entry` as `record` does, and `audit` in the same transaction (a notification
+    /// `notifications reverify --apply` records). Never batched with providers' notifications.
+    func record(_ entry: InboxEntry, audit: AuditEntry) async throws(StoreError) -> RecordOutcome
     /// What `record(entry)` would conclude if it ran now, writing nothing: the facts are read
     /// and `RecordingPlanner` decides inside one read transaction (a dry run of
     /// `notifications reverify`). The outcome's `notificationID` is 0; `eventsWritten` counts
@@ -80,7 +83,8 @@ public protocol Store: StoreReading, InquiryStore {
     func plan(_ entry: InboxEntry) async throws(StoreError) -> RecordOutcome
     /// Registers the amount and currency `orderRef` must be paid with, creating the order in
     /// state `expected` when it is not known yet.
-    func setExpectation(provider: String, account: String, orderRef: String, amount: Money) async throws(StoreError)
+    /// `audit`, when given, is written in the same transaction (its detail gains the order's state).
+    func setExpectation(provider: String, account: String, orderRef: String, amount: Money, audit: AuditEntry?) async throws(StoreError)
         -> ExpectationOutcome
     /// Proves the store accepts a durable write right now (readiness and watchdog).
     func heartbeat() async throws(StoreError)
@@ -112,10 +116,12 @@ public protocol Store: StoreReading, InquiryStore {
     func releaseDeliveries(ids: [Int64], owner: String, now: String) async throws(StoreError)
     /// Pauses `target` (it answered 410) until `resumeTarget`.
     func pauseTarget(_ target: String, reason: String, at: String) async throws(StoreError)
-    /// Resumes a paused target; returns how many of its deliveries are due again.
-    func resumeTarget(_ target: String, now: String) async throws(StoreError) -> Int
-    /// Puts deliveries back to pending for an immediate attempt; returns how many.
-    func retryDeliveries(_ selection: DeliveryRetrySelection, now: String) async throws(StoreError) -> Int
+    /// Resumes a paused target; returns how many of its deliveries are due again. `audit`, when
+    /// given, is written in the same transaction (its detail gains the count).
+    func resumeTarget(_ target: String, now: String, audit: AuditEntry?) async throws(StoreError) -> Int
+    /// Puts deliveries back to pending for an immediate attempt; returns how many. `audit`, when
+    /// given, is written in the same transaction (its detail gains the count).
+    func retryDeliveries(_ selection: DeliveryRetrySelection, now: String, audit: AuditEntry?) async throws(StoreError) -> Int
 
     /// Retention: removes, in one short write transaction, up to `limit` `rejected`
     /// notifications received before `receivedBefore` (`Timestamp` text), oldest first. No
@@ -208,6 +214,23 @@ public struct DeliveryAttemptOutcome: Sendable, Equatable {
 }
 
 extension Store {
+    /// `setExpectation` with no audit record (tests, tools).
+    public func setExpectation(provider: String, account: String, orderRef: String, amount: Money) async throws(StoreError)
+        -> ExpectationOutcome
+    {
+        try await setExpectation(provider: provider, account: account, orderRef: orderRef, amount: amount, audit: nil)
+    }
+
+    /// `resumeTarget` with no audit record (tests, tools).
+    public func resumeTarget(_ target: String, now: String) async throws(StoreError) -> Int {
+        try await resumeTarget(target, now: now, audit: nil)
+    }
+
+    /// `retryDeliveries` with no audit record (tests, tools).
+    public func retryDeliveries(_ selection: DeliveryRetrySelection, now: String) async throws(StoreError) -> Int {
+        try await retryDeliveries(selection, now: now, audit: nil)
+    }
+
     /// Two writes: the outcomes, then the claim.
     public func settleDeliveries(
         _ results: [DeliveryAttemptOutcome], thenClaim target: String, limit: Int, now: String, leaseUntil: String, owner: String

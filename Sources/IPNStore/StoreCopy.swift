@@ -96,5 +96,10 @@ public enum StoreCopySchema {
         ], key: ["id"]),
         CopyTable(name: "delivery_targets", columns: [("name", .text), ("paused_at", .text), ("paused_reason", .text)], key: ["name"]),
         CopyTable(name: "store_meta", columns: [("key", .text), ("value", .text)], key: ["key"]),
+        // As kept, hashes included: the trail verifies on the copy.
+        CopyTable(name: "audit_records", columns: [
+            ("id", .int), ("at", .text), ("actor", .text), ("role", .text), ("via", .text), ("action", .text), ("target", .text),
+            ("outcome", .text), ("client_ip", .text), ("detail", .text), ("prev_hash", .text), ("hash", .text),
+        ], key: ["id"]),
     ]
 }

@@ -25,6 +25,10 @@ enum PostgresSchema {
     /// Taken last by every transaction that writes events, held until it commits: seqs are then
     /// handed out in commit order ('ipndevnt').
     static let eventLock: Int64 = 0x6970_6E64_6576_6E74
+    /// Taken by a transaction that appends audit records, just before it appends, and held until
+    /// it commits: one hash chain for every node ('ipndaudt'). Never taken by a notification's
+    /// transaction.
+    static let auditLock: Int64 = 0x6970_6E64_6175_6474
 
     /// Text columns that are compared and sorted as text (times in the fixed `Timestamp` form,
     /// identifiers) use the C collation: byte order, as SQLite compares them.
@@ -218,6 +222,28 @@ enum PostgresSchema {
             );
             CREATE INDEX inquiries_by_order ON inquiries (order_id, id);
             CREATE INDEX inquiries_by_asked_at ON inquiries (asked_at)
+            """,
+        ]),
+        ("p5: the audit trail", [
+            """
+            CREATE TABLE audit_records (
+                id BIGINT PRIMARY KEY,
+                at TEXT COLLATE "C" NOT NULL,
+                actor TEXT COLLATE "C" NOT NULL,
+                role TEXT,
+                via TEXT NOT NULL,
+                action TEXT COLLATE "C" NOT NULL,
+                target TEXT,
+                outcome TEXT COLLATE "C" NOT NULL,
+                client_ip TEXT,
+                detail TEXT NOT NULL,
+                prev_hash TEXT NOT NULL,
+                hash TEXT NOT NULL
+            );
+            CREATE INDEX audit_by_actor ON audit_records (actor, id);
+            CREATE INDEX audit_by_action ON audit_records (action, id);
+            CREATE INDEX audit_by_outcome ON audit_records (outcome, id);
+            CREATE INDEX audit_by_at ON audit_records (at)
             """,
         ]),
     ]

@@ -112,8 +112,8 @@ extension PostgresStore {
         try await execute(sql, doing: "pause a delivery target")
     }
 
-    public func resumeTarget(_ target: String, now: String) async throws(StoreError) -> Int {
-        let count = try await transaction(doing: "resume a delivery target") { [logger] connection in
+    public func resumeTarget(_ target: String, now: String, audit: AuditEntry?) async throws(StoreError) -> Int {
+        let count = try await audited(doing: "resume a delivery target") { [logger] connection in
             var resume = SQL()
             resume.append("UPDATE delivery_targets SET paused_at = NULL, paused_reason = NULL WHERE name = \(resume.bind(target))")
             try await connection.run(resume, logger: logger)
@@ -123,13 +123,14 @@ extension PostgresStore {
                              WHERE target = \(due.bind(target)) AND state = 'pending' RETURNING 1)
                 SELECT count(*) AS n FROM due
                 """)
-            return try await connection.rows(due, logger: logger).first.map { try $0.int("n") } ?? 0
+            let count = try await connection.rows(due, logger: logger).first.map { try $0.int("n") } ?? 0
+            return (count, audit?.counting("due", Int(count)))
         }
         eventSignal.signal()
         return Int(count)
     }
 
-    public func retryDeliveries(_ selection: DeliveryRetrySelection, now: String) async throws(StoreError) -> Int {
+    public func retryDeliveries(_ selection: DeliveryRetrySelection, now: String, audit: AuditEntry?) async throws(StoreError) -> Int {
         var sql = SQL()
         let set = """
             state = 'pending', next_attempt_at = \(sql.bind(now)), attempts = 0, first_attempt_at = NULL, lease_owner = NULL,
@@ -145,7 +146,11 @@ extension PostgresStore {
             sql.append("WITH changed AS (UPDATE deliveries SET \(set) WHERE \(condition) RETURNING 1) ")
         }
         sql.append("SELECT count(*) AS n FROM changed")
-        let count = try await rows(sql, doing: "retry deliveries").first.map { row throws(StoreError) in try record(row) { try $0.int("n") } } ?? 0
+        let statement = sql
+        let count = try await audited(doing: "retry deliveries") { [logger] connection in
+            let count = try await connection.rows(statement, logger: logger).first.map { try $0.int("n") } ?? 0
+            return (count, audit?.counting("retried", Int(count)))
+        }
         eventSignal.signal()
         return Int(count)
     }

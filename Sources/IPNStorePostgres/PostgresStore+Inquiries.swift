@@ -56,9 +56,10 @@ extension PostgresStore {
         let now = timestamp()
         let routes = routesNow
         let schedule = scheduleNow
-        let (record, events) = try await transaction(doing: "record an inquiry") { [logger] connection in
-            try await BatchRecorder(connection: connection, logger: logger, now: now, routes: routes, schedule: schedule)
+        let (record, events) = try await audited(doing: "record an inquiry") { [logger] connection in
+            let (record, events) = try await BatchRecorder(connection: connection, logger: logger, now: now, routes: routes, schedule: schedule)
                 .recordInquiry(inquiry)
+            return ((record, events), inquiry.audit?.asking(record))
         }
         if events > 0 { eventSignal.signal() }
         return record

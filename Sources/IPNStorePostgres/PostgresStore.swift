@@ -26,6 +26,7 @@ public final class PostgresStore: Store {
     public let location: String
     public let eventSignal = EventSignal()
     public let recording = InFlightCount()
+    public let auditObserver = AuditObserver()
     let client: PostgresClient
     let logger: Logger
     private let writer: PostgresBatchWriter
@@ -102,9 +103,39 @@ public final class PostgresStore: Store {
         return outcome
     }
 
-    public func setExpectation(provider: String, account: String, orderRef: String, amount: Money) async throws(StoreError)
-        -> ExpectationOutcome
+    public func record(_ entry: InboxEntry, audit: AuditEntry) async throws(StoreError) -> RecordOutcome {
+        recording.enter()
+        defer { recording.leave() }
+        let (now, routes, schedule) = (timestamp(), routesNow, scheduleNow)
+        let outcome = try await audited(doing: "record a notification") { [logger] connection in
+            let results = try await BatchRecorder(connection: connection, logger: logger, now: now, routes: routes, schedule: schedule)
+                .record([.record(entry)])
+            guard case .recorded(let outcome)? = results.first else {
+                throw StoreError(message: "the writer answered a notification with something else")
+            }
+            return (outcome, audit.recording(outcome))
+        }
+        if outcome.eventsWritten > 0 { eventSignal.signal() }
+        return outcome
+    }
+
+    public func setExpectation(provider: String, account: String, orderRef: String, amount: Money, audit: AuditEntry?)
+        async throws(StoreError) -> ExpectationOutcome
     {
+        let scope = Scope(provider: provider, account: account)
+        if let audit {
+            let (now, routes, schedule) = (timestamp(), routesNow, scheduleNow)
+            let outcome = try await audited(doing: "register an expectation") { [logger] connection in
+                let results = try await BatchRecorder(connection: connection, logger: logger, now: now, routes: routes, schedule: schedule)
+                    .record([.expectation(scope: scope, orderRef: orderRef, amount: amount)])
+                guard case .expectation(let outcome)? = results.first else {
+                    throw StoreError(message: "the writer answered an expectation with something else")
+                }
+                return (outcome, audit.expecting(outcome))
+            }
+            eventSignal.signal()
+            return outcome
+        }
         let result = try await writer.submit(.expectation(scope: Scope(provider: provider, account: account), orderRef: orderRef, amount: amount))
         guard case .expectation(let outcome) = result else {
             throw StoreError(message: "the writer answered an expectation with something else")

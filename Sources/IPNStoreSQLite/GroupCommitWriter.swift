@@ -64,6 +64,8 @@ final class GroupCommitWriter: Sendable {
     let schedule = Locked<InquirySchedule>(.standard)
     /// Told, after a commit, how many order events it wrote.
     let eventsCommitted = Locked<(@Sendable (Int) -> Void)?>(nil)
+    /// Told, after a commit, the audit records it wrote.
+    let auditCommitted = Locked<(@Sendable ([AuditRecord]) -> Void)?>(nil)
     private let checkpointObserver: (@Sendable (_ seconds: Double, _ error: StoreError?) -> Void)?
 
     private struct State {
@@ -198,6 +200,7 @@ final class GroupCommitWriter: Sendable {
             }
             observe(batch.count, since: started, failed: false)
             if effects.events > 0, let told = eventsCommitted.withLock({ $0 }) { told(effects.events) }
+            if !effects.audited.isEmpty, let told = auditCommitted.withLock({ $0 }) { told(effects.audited) }
             for job in batch { job.finish(nil) }
             checkpointIfDue()
         } catch {

@@ -69,7 +69,7 @@ public enum Queries {
     /// newest first, and a filter matching fewer rows than the page read the table back to its
     /// first row: seconds on a store of millions of notifications, tens from disk. When few rows
     /// are that new (the index tells), the lowest of their ids is where reading stops.
-    private static func newestFirst(
+    static func newestFirst(
         _ db: Database,
         from table: String,
         where conditions: [(sql: String, value: String?)],

@@ -216,6 +216,8 @@ struct WriteContext {
 /// written and read on the writer queue only.
 final class BatchEffects: @unchecked Sendable {
     var events = 0
+    /// Audit records the batch appended, reported once it commits.
+    var audited: [AuditRecord] = []
     var counts: [HourlyNotificationCount] = []
 }
 

@@ -20,8 +20,9 @@ import IPNStore
 /// writer, read by concurrent readers. Every write is acknowledged only once committed.
 public final class SQLiteStore: Store {
     public let database: SQLiteDatabase
-    private let writer: GroupCommitWriter
+    let writer: GroupCommitWriter
     public let eventSignal = EventSignal()
+    public let auditObserver = AuditObserver()
 
     /// Opens (creating and migrating) the store at `path` for the daemon.
     /// - Parameters:
@@ -53,6 +54,8 @@ public final class SQLiteStore: Store {
             checkpointObserver: checkpointObserver, clock: clock)
         let signal = eventSignal
         writer.eventsCommitted.withLock { $0 = { _ in signal.signal() } }
+        let audit = auditObserver
+        writer.auditCommitted.withLock { $0 = { records in audit.committed(records) } }
     }
 
     public var path: String { database.path }
@@ -68,6 +71,17 @@ public final class SQLiteStore: Store {
         return try await writer.submit { tx in try Recorder.record(prepared, in: tx) }
     }
 
+    public func record(_ entry: InboxEntry, audit: AuditEntry) async throws(StoreError) -> RecordOutcome {
+        recording.enter()
+        defer { recording.leave() }
+        let prepared = PreparedEntry(entry)
+        return try await writer.submit { tx in
+            let outcome = try Recorder.record(prepared, in: tx)
+            try AuditQueries.append(audit.recording(outcome), in: tx)
+            return outcome
+        }
+    }
+
     public func plan(_ entry: InboxEntry) async throws(StoreError) -> RecordOutcome {
         let prepared = PreparedEntry(entry)
         let routes = writer.routes.withLock { $0 }
@@ -81,11 +95,13 @@ public final class SQLiteStore: Store {
         }
     }
 
-    public func setExpectation(provider: String, account: String, orderRef: String, amount: Money) async throws(StoreError)
-        -> ExpectationOutcome
+    public func setExpectation(provider: String, account: String, orderRef: String, amount: Money, audit: AuditEntry?)
+        async throws(StoreError) -> ExpectationOutcome
     {
         try await writer.submit { tx in
-            try Recorder.setExpectation(amount, scope: Scope(provider: provider, account: account), orderRef: orderRef, in: tx)
+            let outcome = try Recorder.setExpectation(amount, scope: Scope(provider: provider, account: account), orderRef: orderRef, in: tx)
+            if let audit { try AuditQueries.append(audit.expecting(outcome), in: tx) }
+            return outcome
         }
     }
 
@@ -168,14 +184,22 @@ public final class SQLiteStore: Store {
         try await writer.submit { tx in try DeliveryQueries.pause(tx.db, target: target, reason: reason, at: at) }
     }
 
-    public func resumeTarget(_ target: String, now: String) async throws(StoreError) -> Int {
-        let resumed = try await writer.submit { tx in try DeliveryQueries.resume(tx.db, target: target, now: now) }
+    public func resumeTarget(_ target: String, now: String, audit: AuditEntry?) async throws(StoreError) -> Int {
+        let resumed = try await writer.submit { tx in
+            let due = try DeliveryQueries.resume(tx.db, target: target, now: now)
+            if let audit { try AuditQueries.append(audit.counting("due", due), in: tx) }
+            return due
+        }
         eventSignal.signal()
         return resumed
     }
 
-    public func retryDeliveries(_ selection: DeliveryRetrySelection, now: String) async throws(StoreError) -> Int {
-        let count = try await writer.submit { tx in try DeliveryQueries.retry(tx.db, selection, now: now) }
+    public func retryDeliveries(_ selection: DeliveryRetrySelection, now: String, audit: AuditEntry?) async throws(StoreError) -> Int {
+        let count = try await writer.submit { tx in
+            let count = try DeliveryQueries.retry(tx.db, selection, now: now)
+            if let audit { try AuditQueries.append(audit.counting("retried", count), in: tx) }
+            return count
+        }
         eventSignal.signal()
         return count
     }
@@ -197,7 +221,11 @@ public final class SQLiteStore: Store {
     }
 
     public func recordInquiry(_ inquiry: CompletedInquiry) async throws(StoreError) -> InquiryRecord {
-        try await writer.submit { tx in try InquiryQueries.record(inquiry, in: tx) }
+        try await writer.submit { tx in
+            let record = try InquiryQueries.record(inquiry, in: tx)
+            if let audit = inquiry.audit { try AuditQueries.append(audit.asking(record), in: tx) }
+            return record
+        }
     }
 
     public func releaseInquiryClaims(_ claims: [InquiryClaim], now: String) async throws(StoreError) {

@@ -310,6 +310,9 @@ enum Schema {
                 CREATE INDEX inquiries_by_asked_at ON inquiries(asked_at);
                 """)
         }
+        migrator.registerMigration("v9: the audit trail") { db in
+            try db.execute(sql: AuditQueries.schemaSQL)
+        }
         return migrator
     }
 }

@@ -26,7 +26,7 @@ struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ipnd-bench",
         abstract: "Load-benchmark tools: pre-generate signed notifications, time the stages.",
-        subcommands: [BenchGenerate.self, BenchStages.self, BenchReceive.self, BenchProvider.self, BenchDueOrders.self],
+        subcommands: [BenchGenerate.self, BenchStages.self, BenchReceive.self, BenchProvider.self, BenchDueOrders.self, BenchAuthorization.self],
         defaultSubcommand: BenchGenerate.self
     )
 }

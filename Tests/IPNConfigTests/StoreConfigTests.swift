@@ -206,7 +206,7 @@ struct StorageBoundsConfigTests {
         #expect(config.store.retention == RetentionSettings())
         #expect(config.store.retention.rejectedDays == 30)
         #expect(config.store.retention.eventsDays == 90)
-        #expect(config.store.retention.summary == "rejected_days 30, events_days 90")
+        #expect(config.store.retention.summary == "rejected_days 30, events_days 90, audit_days 400")
         #expect(config.server.rejectedStorePerMinute == 600)
         #expect(config.ops.consoleSecureCookie == false)
     }

@@ -49,7 +49,10 @@ struct ConsoleBrowserTests {
                 secret: [\(secret)]
                 timeout_seconds: 2
                 providers: [citcon]
-            """)
+            """, opsYAML: OpsUsersFixture.yaml([
+                (OpsUsersFixture.name(.viewer), .viewer, OpsUsersFixture.token(.viewer)),
+                (OpsUsersFixture.name(.operator), .operator, OpsUsersFixture.token(.operator)),
+            ]))
 
         // Real data, through the provider listener and the ops API.
         for step in Self.shuffled {
@@ -92,6 +95,7 @@ struct ConsoleBrowserTests {
             "hostile_prefix": "<script>", "hostile_ref": Self.hostile, "hostile_notifications_path": "/notifications?before=\(hostileID + 1)",
             "expectation_order_path": "/orders/unlimint/default/EXP-1", "search_prefix": "PAGE-",
             "failed_delivery_id": failedID, "paused_target": "gone",
+            "viewer_token": OpsUsersFixture.token(.viewer), "operator_token": OpsUsersFixture.token(.operator),
         ]
         let scenarioPath = daemon.directory.appendingPathComponent("console-scenario.json")
         try JSONSerialization.data(withJSONObject: scenario).write(to: scenarioPath)
@@ -105,11 +109,20 @@ struct ConsoleBrowserTests {
         #expect((report["failed_requests"] as? [Any])?.isEmpty == true, "\(report["failed_requests"] ?? "")")
         #expect((report["overflowing"] as? [Any])?.isEmpty == true, "\(report["overflowing"] ?? "")")
         let screenshots = (report["screenshots"] as? [String]) ?? []
-        #expect(screenshots.count == 18)
+        #expect(screenshots.count == 22)
         for path in screenshots {
             let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
             #expect(size > 2000, "\(path)")
         }
+
+        // A viewer sees no form, button or raw view that would answer 403; an operator sees them, not the audit trail.
+        let roles = try #require(report["roles"] as? [String: JSONDict])
+        #expect(roles["viewer"]?.string("user") == OpsUsersFixture.name(.viewer) && roles["viewer"]?.string("role") == "viewer")
+        #expect(roles["viewer"]?.int("expectation_form") == 0 && roles["viewer"]?.int("raw_link") == 0)
+        #expect(roles["viewer"]?.int("delivery_buttons") == 0 && roles["viewer"]?.int("audit_link") == 0)
+        #expect(roles["operator"]?.string("user") == OpsUsersFixture.name(.operator) && roles["operator"]?.string("role") == "operator")
+        #expect(roles["operator"]?.int("expectation_form") == 1 && roles["operator"]?.int("raw_link") == 1)
+        #expect(roles["operator"]?.int("audit_link") == 0)
 
         // Signing in: a bad token is refused with no session; the good one returns to the page asked for.
         #expect((report["signed_out_path"] as? String)?.hasPrefix("/sign-in?next=") == true)

@@ -13,6 +13,7 @@
 
 import Foundation
 import IPNTestSupport
+import IPNConfig
 @testable import IPNConsole
 import IPNCore
 @testable import IPNServer
@@ -159,7 +160,7 @@ struct ConsoleHTTPTests {
 
         // The token it signed in with is no longer accepted (a reload would do this): the
         // session ends with it, and the API refuses the token too.
-        daemon.daemon.opsCredentials.replace(digests: [Crypto.digest(.sha256, Array(TestDaemon.opsToken.utf8))])
+        daemon.daemon.opsCredentials.replace(users: [OpsUser.legacy(digest: Crypto.digest(.sha256, Array(TestDaemon.opsToken.utf8)))])
         #expect(try await other.get("/").status == 303)
         #expect(try await daemon.api("/api/v1/orders", token: "second-token").status == 401)
         #expect(try await daemon.api("/api/v1/orders").status == 200)

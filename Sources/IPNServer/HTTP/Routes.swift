@@ -42,18 +42,18 @@ enum Routes {
     }
 
     /// Health, `/metrics` (no token: the ops listener is private), the ops API (bearer token)
-    /// and the console's pages (its own sign-in session, with the same tokens).
+    /// and the console's pages (its own sign-in session, with the same tokens), behind one
+    /// access check (`access`: who asks, and whether their role may).
     static func opsRouter(
-        api: OpsAPI, health: HealthEndpoints, metrics: MetricsEndpoint, console: OpsConsole, credentials: OpsCredentials,
-        logger: Logger
+        api: OpsAPI, health: HealthEndpoints, metrics: MetricsEndpoint, console: OpsConsole, access: OpsAccessMiddleware
     ) -> Router<IPNRequestContext> {
         let router = Router(context: IPNRequestContext.self)
         router.add(middleware: NotFoundMiddleware(json: true))
-        router.add(middleware: BearerAuthMiddleware(credentials: credentials, logger: logger))
+        router.add(middleware: access)
         router.add(middleware: MethodNotAllowedMiddleware(json: true, rules: [
             .init(allowed: [.get, .head]) {
                 ["/healthz", "/readyz", "/metrics", "/api/v1/orders", "/api/v1/notifications", "/api/v1/events",
-                 "/api/v1/deliveries", "/api/v1/inquiries"].contains($0)
+                 "/api/v1/deliveries", "/api/v1/inquiries", "/api/v1/audit"].contains($0)
             },
             .init(allowed: [.post]) { ["/api/v1/deliveries/retry", "/api/v1/notifications/reverify"].contains($0) },
             // /api/v1/orders/{provider}/{order_ref}[/expectation|/inquiries]

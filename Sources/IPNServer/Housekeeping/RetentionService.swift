@@ -59,6 +59,8 @@ final class RetentionService: Service, Sendable {
         var eventsOwed = 0
         /// The highest seq retention has removed so far (`events_pruned_through`).
         var prunedThrough: Int64 = 0
+        /// Audit records removed from the oldest end.
+        var audit = 0
         var batches = 0
     }
 
@@ -87,13 +89,14 @@ final class RetentionService: Service, Sendable {
         while !Task.isShuttingDownGracefully, !Task.isCancelled {
             do {
                 let report = try await pass()
-                if report.rejected + report.events > 0 {
+                if report.rejected + report.events + report.audit > 0 {
                     let settings = retention.withLock { $0 }
                     logger.info("retention pass", metadata: [
                         "rejected_removed": "\(report.rejected)", "events_removed": "\(report.events)",
                         "deliveries_removed": "\(report.deliveries)", "events_owed_kept": "\(report.eventsOwed)",
                         "events_pruned_through": "\(report.prunedThrough)", "batches": "\(report.batches)",
                         "rejected_days": "\(settings.rejectedDays)", "events_days": "\(settings.eventsDays)",
+                        "audit_removed": "\(report.audit)", "audit_days": "\(settings.auditDays)",
                     ])
                 }
             } catch is CancellationError {
@@ -113,6 +116,7 @@ final class RetentionService: Service, Sendable {
         let day: Int64 = 86_400_000
         let rejectedCutoff = Timestamp.format(epochMilliseconds: nowMillis - Int64(settings.rejectedDays) * day)
         let eventsCutoff = Timestamp.format(epochMilliseconds: nowMillis - Int64(settings.eventsDays) * day)
+        let auditCutoff = Timestamp.format(epochMilliseconds: nowMillis - Int64(settings.auditDays) * day)
         var report = PassReport()
         while true {
             try checkStillRunning()
@@ -133,6 +137,15 @@ final class RetentionService: Service, Sendable {
             report.prunedThrough = batch.prunedThrough
             guard batch.examined == schedule.eventBatchSize, let last = batch.lastExamined else { break }
             afterSeq = last
+            try await pauseBetweenBatches()
+        }
+        // The audit trail, from its oldest end only: `audit verify` then starts where it was left.
+        while true {
+            try checkStillRunning()
+            let removed = try await store.pruneAudit(before: auditCutoff, limit: schedule.rejectedBatchSize)
+            report.audit += removed
+            report.batches += 1
+            guard removed == schedule.rejectedBatchSize else { break }
             try await pauseBetweenBatches()
         }
         return report

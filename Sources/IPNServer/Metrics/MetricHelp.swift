@@ -63,6 +63,15 @@ enum MetricHelp {
         "ipnd_inquiry_duration_seconds": "Status inquiries from the first request (a token's included) to the answer read, by provider, in seconds.",
         "ipnd_orders_awaiting_inquiry": "Orders of the accounts with an inquiry section whose inquiry is due now or overdue, read at each scrape.",
         "ipnd_orders_unsettled": "Orders flagged unsettled: reconciliation gave up on them before they settled, read at each scrape.",
+        // Who may do what: the ops listener's access check and the audit trail
+        "ipnd_audit_records_total":
+            "Audit records this process wrote to the store (it also logs each, msg=audit), by action and outcome (ok, refused, error).",
+        "ipnd_audit_dropped_total":
+            "Ops API 401s not written to the audit trail: their client address was past its 60 records a minute.",
+        "ipnd_ops_forbidden_total":
+            "Ops API and console requests refused 403, by the role of who asked (viewer, operator, admin; none: a proxy's person whose groups map to no role).",
+        "ipnd_ops_untrusted_identity_headers_total":
+            "Ops requests carrying ops.proxy_auth's identity headers from an address not in its trusted_proxies: the headers were ignored.",
         // The daemon
         "ipnd_connections": "Connections open now, by listener (server, ops).",
         "ipnd_connections_limit":

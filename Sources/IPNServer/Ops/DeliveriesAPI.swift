@@ -13,6 +13,7 @@
 
 import Foundation
 import Hummingbird
+import IPNConsole
 import IPNCore
 import IPNStore
 import Logging
@@ -77,7 +78,8 @@ struct DeliveriesAPI: Sendable {
         }
         let now = clock.text()
         return await answer {
-            let count = try await store.retryDeliveries(selection, now: now)
+            let count = try await store.retryDeliveries(
+                selection, now: now, audit: OpsIdentity.current?.audit(.deliveryRetry, target: selection.auditTarget))
             logger.info("deliveries put back to pending", metadata: ["count": "\(count)", "via": "ops_api"])
             return .json(200, .object([("retried", .int(Int64(count)))]))
         }

@@ -13,6 +13,7 @@
 
 import Foundation
 import Hummingbird
+import IPNConsole
 import IPNCore
 import IPNStore
 import Logging
@@ -69,20 +70,35 @@ struct InquiriesAPI: Sendable {
         } catch {
             return .json(404, RecordJSON.error(error.message))
         }
+        let audit = OpsIdentity.current?.audit(
+            .reconcile, target: AuditTarget.order(provider: provider, account: account, orderRef: orderRef))
         do {
-            let record = try await asking.ask(provider: provider, account: account, orderRef: orderRef, trigger: .api)
+            let record = try await asking.ask(provider: provider, account: account, orderRef: orderRef, trigger: .api, audit: audit)
             return .json(200, RecordJSON.inquiry(record))
         } catch {
             switch error {
             case .unknownOrder:
+                await Self.recordRefusal(audit?.refused("unknown order"), store: store, logger: logger)
                 return .json(404, RecordJSON.error(
                     "no order \"\(orderRef.prefix(128))\" for \(provider.prefix(32))/\(account.prefix(128)); register it with orders expect first"))
             case .noInquiry:
+                await Self.recordRefusal(audit?.refused("the account has no inquiry section"), store: store, logger: logger)
                 return .json(409, RecordJSON.error(
                     "account \(provider.prefix(32))/\(account.prefix(128)) has no inquiry section in the config: it is never asked"))
             case .store(let failure):
                 return .storeUnavailable(failure, logger: logger)
             }
+        }
+    }
+
+    /// An attempt refused before anything was asked or written, recorded (a record that cannot
+    /// be written changes nothing of the answer).
+    static func recordRefusal(_ entry: AuditEntry?, store: any Store, logger: Logger) async {
+        guard let entry else { return }
+        do {
+            try await store.appendAudit(entry)
+        } catch {
+            logger.error("audit record not written", metadata: ["action": "\(entry.action.rawValue)", "error": "\(error)"])
         }
     }
 }

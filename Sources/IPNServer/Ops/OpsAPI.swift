@@ -16,12 +16,13 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdCore
 import IPNConfig
+import IPNConsole
 import IPNCore
 import IPNStore
 import Logging
 import NIOCore
 
-/// The ops API (README.md, "Ops API"), behind `BearerAuthMiddleware`:
+/// The ops API (README.md, "Ops API"), behind `OpsAccessMiddleware`:
 /// `GET /api/v1/orders`, `GET /api/v1/orders/{provider}/{order_ref}`,
 /// `PUT /api/v1/orders/{provider}/{order_ref}/expectation`, `GET /api/v1/notifications`,
 /// `POST /api/v1/notifications/reverify`, and the feed, deliveries and inquiries of their own files.
@@ -52,6 +53,7 @@ struct OpsAPI: Sendable {
         DeliveriesAPI(store: store, logger: logger, clock: clock).register(on: router)
         InquiriesAPI(store: store, asking: asking, logger: logger).register(on: router)
         ReverifyAPI(config: config, store: store, logger: logger, clock: clock).register(on: router)
+        AuditAPI(store: store, logger: logger).register(on: router)
     }
 
     func listOrders(_ request: Request) async -> Response {
@@ -106,6 +108,7 @@ struct OpsAPI: Sendable {
         return await answer {
             let notifications = try await store.notifications(chosen, includeRaw: includeRaw)
             let page = ListCursor.page(notifications, size: pageSize, list: .notifications) { $0.id }
+            if includeRaw { try await RawReads.record(page.rows.map(\.id), store: store) }
             return .json(200, RecordJSON.page(page.rows.map { RecordJSON.notification($0, includeRaw: includeRaw) }, nextCursor: page.next))
         }
     }
@@ -124,6 +127,7 @@ struct OpsAPI: Sendable {
             guard let detail else {
                 return .json(404, RecordJSON.error("no order \"\(orderRef.prefix(128))\" for \(provider.prefix(32))/\(account.prefix(128))"))
             }
+            if includeRaw { try await RawReads.record(detail.notifications.map(\.id), store: store) }
             return .json(200, RecordJSON.orderDetail(detail.scheduledOnlyWhenAsked(by: asking.scopes), includeRaw: includeRaw))
         }
     }
@@ -162,8 +166,13 @@ struct OpsAPI: Sendable {
         }
         let account = expectation.account
         return await answer {
+            var set = AuditDetail()
+            set.add("amount", expectation.amount.decimal)
+            set.add("currency", expectation.amount.currency)
+            let audit = OpsIdentity.current?.audit(
+                .expectationSet, target: AuditTarget.order(provider: provider, account: account, orderRef: orderRef), detail: set)
             let outcome = try await store.setExpectation(
-                provider: provider, account: account, orderRef: orderRef, amount: expectation.amount)
+                provider: provider, account: account, orderRef: orderRef, amount: expectation.amount, audit: audit)
             var metadata: Logger.Metadata = [
                 "provider": "\(provider)", "account": "\(account)", "order_ref": "\(orderRef)",
                 "expected": "\(expectation.amount)", "order_state": "\(outcome.state.rawValue)", "via": "ops_api",
@@ -277,5 +286,17 @@ extension Response {
         var response = Response.json(503, RecordJSON.error("store unavailable, retry later"))
         response.headers[.retryAfter] = "5"
         return response
+    }
+}
+
+/// Reads of raw bodies and stored headers, recorded before the bytes are sent: a record that
+/// cannot be written throws, and the answer is a 503 without them.
+enum RawReads {
+    static func record(_ ids: [Int64], store: any Store) async throws(StoreError) {
+        guard let target = AuditTarget.notifications(ids) else { return }
+        guard let identity = OpsIdentity.current else { throw StoreError(message: "no identity to record the raw read with") }
+        var detail = AuditDetail()
+        detail.add("count", Set(ids).count)
+        try await store.appendAudit(identity.audit(.rawRead, target: target, detail: detail))
     }
 }

@@ -155,6 +155,7 @@ public enum ListCursor {
         case notifications = "n"
         case deliveries = "d"
         case inquiries = "i"
+        case audit = "a"
     }
 
     /// The cursor of the page after the row with `lastID`.

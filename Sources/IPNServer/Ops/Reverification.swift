@@ -53,11 +53,34 @@ public struct Reverification: Sendable {
         let dedupKey: String
     }
 
-    public init(config: IPNDConfig, store: any Store, apply: Bool, clock: WallClock = .system) {
+    /// Who runs it: with `apply`, each notification recorded carries an audit record of its own
+    /// (`notification.reverify`, target the rejected one), in its transaction; the rest of a page
+    /// is recorded by `auditSummary`.
+    private let audit: AuditEntry?
+
+    public init(
+        config: IPNDConfig, store: any Store, apply: Bool, audit: AuditEntry? = nil, clock: WallClock = .system
+    ) {
         self.config = config
         self.store = store
         self.apply = apply
+        self.audit = audit
         self.clock = clock
+    }
+
+    /// The audit record of a page's results that were not recorded (a dry run's all of them;
+    /// with `apply`, those still rejected, not reverifiable or already reverified), made from
+    /// `base`: the notifications examined and the verdict counts. nil when every one was recorded.
+    public static func auditSummary(_ results: [ReverifyResult], apply: Bool, base: AuditEntry) -> AuditEntry? {
+        let unrecorded = results.filter { !$0.recorded }
+        guard !unrecorded.isEmpty || (results.isEmpty && !apply) else { return nil }
+        var entry = base
+        entry.action = .reverify
+        entry.target = AuditTarget.notifications(unrecorded.map(\.id))
+        entry.detail.add("apply", apply)
+        entry.detail.add("examined", unrecorded.count)
+        for (verdict, count) in unrecorded.verdictCounts { entry.detail.add(verdict, count) }
+        return entry
     }
 
     /// Reverifies the page `selection` reads (ascending by id); returns each request's result
@@ -86,7 +109,13 @@ public struct Reverification: Sendable {
             return .cannotReverify(reason: reason, detail: detail)
         case .verified(let received, let notification):
             let entry = InboxEntry.verified(received, notification)
-            if apply { return .verified(try await store.record(entry), recorded: true) }
+            if apply {
+                guard var audit else { return .verified(try await store.record(entry), recorded: true) }
+                audit.action = .reverify
+                audit.target = AuditTarget.notifications([request.id])
+                audit.detail.add("apply", true)
+                return .verified(try await store.record(entry, audit: audit), recorded: true)
+            }
             let key = PlannedKey(provider: received.provider, account: received.account, dedupKey: notification.dedupKey)
             if let earlier = planned[key] {
                 return .verified(RecordOutcome(

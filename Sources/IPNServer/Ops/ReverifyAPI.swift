@@ -14,6 +14,7 @@
 import Foundation
 import Hummingbird
 import IPNConfig
+import IPNConsole
 import IPNCore
 import IPNStore
 import Logging
@@ -56,9 +57,14 @@ struct ReverifyAPI: Sendable {
         } catch {
             return .json(400, RecordJSON.error(error.message))
         }
-        var run = Reverification(config: config.current, store: store, apply: asked.apply, clock: clock)
+        let identity = OpsIdentity.current
+        var run = Reverification(config: config.current, store: store, apply: asked.apply, audit: identity?.audit(.reverify), clock: clock)
         do {
             let (results, next) = try await run.next(asked.selection)
+            // Before the answer: what this page examined without recording (a dry run: all of it).
+            if let identity, let summary = Reverification.auditSummary(results, apply: asked.apply, base: identity.audit(.reverify)) {
+                try await store.appendAudit(summary)
+            }
             for result in results where result.recorded { logRecorded(result) }
             if asked.apply {
                 logger.info("notifications reverified", metadata: [

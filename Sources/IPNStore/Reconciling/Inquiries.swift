@@ -203,9 +203,13 @@ public struct CompletedInquiry: Sendable, Equatable {
     public var result: InquiryResult
     /// For a scheduled inquiry: its hold on the order and the step that follows.
     public var claim: InquiryClaim?
+    /// For one asked by a person (`order.reconcile`): written in the same transaction, its
+    /// detail gaining the inquiry's id and outcome.
+    public var audit: AuditEntry?
 
     public init(scope: Scope, orderRef: String, askedAt: String, trigger: InquiryTrigger, url: String, durationMs: Int64,
-                httpStatus: Int?, providerStatus: String?, result: InquiryResult, claim: InquiryClaim? = nil) {
+                httpStatus: Int?, providerStatus: String?, result: InquiryResult, claim: InquiryClaim? = nil, audit: AuditEntry? = nil) {
+        self.audit = audit
         self.scope = scope
         self.orderRef = orderRef
         self.askedAt = askedAt
@@ -260,8 +264,10 @@ public protocol InquiryStore: Sendable {
 /// Asking a provider about one order now, outside the schedule: `ipnd orders reconcile`, the
 /// ops API and the console. The reconciler answers it.
 public protocol InquiryAsking: Sendable {
-    /// Asks about the order now, records the answer as the schedule would, and returns the record.
-    func ask(provider: String, account: String, orderRef: String, trigger: InquiryTrigger) async throws(InquiryAskError) -> InquiryRecord
+    /// Asks about the order now, records the answer as the schedule would (with `audit`, when
+    /// given, in the same transaction), and returns the record.
+    func ask(provider: String, account: String, orderRef: String, trigger: InquiryTrigger, audit: AuditEntry?) async throws(InquiryAskError)
+        -> InquiryRecord
     /// The accounts asked (those with an `inquiry` section).
     var scopes: [Scope] { get }
 }
