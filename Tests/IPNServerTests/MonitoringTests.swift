@@ -28,11 +28,6 @@ import Testing
 /// that a series of that name, with those labels and the histogram's `_bucket` suffix, exists.
 @Suite("Alerting rules and dashboard: only metrics ipnd exports, a dashboard Grafana imports (issue 45)", .heavy)
 struct MonitoringTests {
-    /// Metrics the rules read that come with a feature this build does not have yet; their rules
-    /// are a group of their own (`ipnd.audit`). Once `MetricHelp.texts` declares one, it is
-    /// checked against the scrape like any other; until then it is left out.
-    static let pending: Set<String> = ["ipnd_audit_dropped_total"]
-
     /// Labels Prometheus adds to every series of a target.
     static let targetLabels: Set<String> = ["job", "instance"]
 
@@ -108,11 +103,9 @@ struct MonitoringTests {
     /// a matcher's label no sample of it carries, a grouping label no ipnd series carries.
     static func mismatches(_ report: MonitoringCheck.Report, scrape: [PrometheusSample]) -> [String] {
         var found: [String] = []
-        let declared = Set(MetricHelp.texts.keys)
         var allLabels = targetLabels
         for sample in scrape { allLabels.formUnion(sample.labels.keys) }
         for (metric, labels) in report.metrics.sorted(by: { $0.key < $1.key }) {
-            if pending.contains(metric) && !declared.contains(metric) { continue }
             let samples = scrape.filter { $0.name == metric }
             guard !samples.isEmpty else {
                 found.append("\(metric): not on /metrics of a daemon with a delivery target and an inquiry account, after an applied "
