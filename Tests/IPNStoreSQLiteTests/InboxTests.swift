@@ -101,14 +101,14 @@ struct InboxTests {
         try first.store.close()
         let queue = try DatabaseQueue(path: first.path)
         try await queue.write { db in
-            try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v9: from the future')")
+            try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v99: from the future')")
         }
         try queue.close()
         #expect(throws: StoreError.self) { try SQLiteDatabase(path: first.path) }
         do {
             _ = try SQLiteDatabase(path: first.path)
         } catch {
-            #expect(error.message == "the store was migrated by a newer ipnd (v9: from the future); "
+            #expect(error.message == "the store was migrated by a newer ipnd (v99: from the future); "
                 + "run that version, or restore a backup taken before the upgrade")
         }
         // Commands (`orders expect`, `deliveries retry`) write to the file themselves: they refuse
@@ -117,10 +117,10 @@ struct InboxTests {
             _ = try SQLiteDatabase(path: first.path, role: .command)
             Issue.record("a command opened a store migrated by a newer ipnd")
         } catch {
-            #expect(error.message.hasPrefix("the store was migrated by a newer ipnd (v9: from the future)"))
+            #expect(error.message.hasPrefix("the store was migrated by a newer ipnd (v99: from the future)"))
         }
         let undo = try DatabaseQueue(path: first.path)
-        try await undo.write { db in try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier LIKE 'v9:%'") }
+        try await undo.write { db in try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v99: from the future'") }
         try undo.close()
         let reopened = try SQLiteDatabase(path: first.path)
         #expect(try await reopened.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM orders") } == 1)
