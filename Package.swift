@@ -207,6 +207,7 @@ let package = Package(
         // What the tests share: the throwaway PostgreSQL server make test starts.
         .target(
             name: "IPNTestSupport",
+            dependencies: ["IPNStore"],
             path: "Tests/IPNTestSupport",
             swiftSettings: swiftSettings
         ),

@@ -190,8 +190,8 @@ struct AuditTrailTests {
           .enabled(if: PostgresTestServer.fromEnvironment() != nil, "needs the PostgreSQL test server (make test)"))
     func twoNodes() async throws {
         let (configuration, name) = try await freshPostgresDatabase()
-        let first = try await PostgresStore.open(configuration: configuration, location: name, poolSize: 8, logger: testLogger)
-        let second = try await PostgresStore.open(configuration: configuration, location: name, poolSize: 8, logger: testLogger)
+        let first = try await PostgresStore.open(configuration: configuration, location: name, poolSize: 8, logger: testLogger, timeouts: .busyMachine)
+        let second = try await PostgresStore.open(configuration: configuration, location: name, poolSize: 8, logger: testLogger, timeouts: .busyMachine)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for (node, store) in [first, second].enumerated() {
                 for worker in 0..<4 {

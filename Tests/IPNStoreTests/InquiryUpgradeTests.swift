@@ -39,7 +39,7 @@ struct InquiryUpgradeTests {
         task.cancel()
         await task.value
 
-        let store = try await PostgresStore.open(configuration: configuration, location: name, poolSize: 4, logger: testLogger)
+        let store = try await PostgresStore.open(configuration: configuration, location: name, poolSize: 4, logger: testLogger, timeouts: .busyMachine)
         let waiting = try #require(try await store.order(provider: "test", account: "default", orderRef: "OLD-PENDING", includeRaw: false))
         #expect(waiting.nextInquiryAt == "2026-11-20T10:01:00.000Z")
         #expect(try await store.order(provider: "test", account: "default", orderRef: "OLD-PAID", includeRaw: false)?.nextInquiryAt == nil)

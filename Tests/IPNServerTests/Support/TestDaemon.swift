@@ -162,18 +162,12 @@ final class TestDaemon: Sendable {
                           logs: logs, task: task)
     }
 
-    /// How long a test store's writes wait for the database: long enough for a machine busy
-    /// with the whole suite (on two cores, a PostgreSQL batch has been seen to wait over 5 s for
-    /// its turn), so that a test sees ipnd's behaviour rather than the machine's load. The tests
-    /// of the timeouts themselves pass production's, or shorter.
-    static let busyMachineStoreTimeouts = StoreTimeouts(write: .seconds(30), batch: .seconds(30), commit: .seconds(60))
-
     /// A test daemon's timing: an adjustable clock (`advance(by:)` moves the daemon's time of day
     /// instead of a test sleeping through a schedule), production's periods unless given, and
     /// store timeouts for a busy machine.
     static func timing(
         clock: WallClock = .adjustable(), retentionInterval: Duration = .seconds(300), budgetWindow: Duration = .seconds(60),
-        storeTimeouts: StoreTimeouts? = busyMachineStoreTimeouts
+        storeTimeouts: StoreTimeouts? = .busyMachine
     ) -> Daemon.Timing {
         Daemon.Timing(clock: clock, retentionInterval: retentionInterval, budgetWindow: budgetWindow, storeTimeouts: storeTimeouts)
     }

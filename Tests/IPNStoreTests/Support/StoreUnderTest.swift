@@ -82,7 +82,7 @@ final class StoreUnderTest: Sendable {
         case .postgres:
             let (configuration, name) = try await freshPostgresDatabase()
             let store = try await PostgresStore.open(
-                configuration: configuration, location: name, poolSize: 8, maxBatch: maxBatch, logger: testLogger)
+                configuration: configuration, location: name, poolSize: 8, maxBatch: maxBatch, logger: testLogger, timeouts: .busyMachine)
             store.setDeliveryRoutes(routes)
             try await store.registerDeliveryTargets(routes.map(\.name))
             let counter = PostgresClient(configuration: configuration, backgroundLogger: testLogger)
@@ -106,7 +106,8 @@ final class StoreUnderTest: Sendable {
         case .sqlite:
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ipnd-store-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            let store = try SQLiteStore(path: directory.appendingPathComponent("ipnd.sqlite").path, maxBatch: maxBatch)
+            let store = try SQLiteStore(
+                path: directory.appendingPathComponent("ipnd.sqlite").path, maxBatch: maxBatch, busyTimeout: StoreTimeouts.busyMachine.writeSeconds)
             store.setDeliveryRoutes(routes)
             try await store.registerDeliveryTargets(routes.map(\.name))
             let database = store.database
