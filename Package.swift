@@ -225,10 +225,28 @@ let package = Package(
             dependencies: ["IPNConfig", "IPNCore"],
             swiftSettings: swiftSettings
         ),
+        // What the end-to-end tests share: a daemon under test (in this process or a child
+        // process), the provider doubles and the webhook receiver, clients for the ops API, the
+        // console and raw HTTP, running `ipnd` and the Python tools, and the fixtures.
+        .target(
+            name: "IPNServerTestSupport",
+            dependencies: [
+                "IPNServer", "IPNStore", "IPNConfig", "IPNCore", "IPNTestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/IPNServerTestSupport",
+            resources: [.copy("Fixtures")],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "IPNServerTests",
             dependencies: [
                 "IPNServer", "IPNStore", "IPNStoreSQLite", "IPNConfig", "IPNCore", "IPNCommands", "IPNTestSupport", "IPNConsole",
+                "IPNServerTestSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Mustache", package: "swift-mustache"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -236,7 +254,6 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            resources: [.copy("Fixtures")],
             swiftSettings: swiftSettings
         ),
     ]

@@ -13,6 +13,7 @@
 
 import Foundation
 import IPNCore
+@testable import IPNServerTestSupport
 import IPNTestSupport
 import Testing
 
