@@ -256,5 +256,14 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Reconciliation end to end: a daemon asking the provider doubles' status APIs.
+        .testTarget(
+            name: "IPNReconcileTests",
+            dependencies: [
+                "IPNServerTestSupport", "IPNCore", "IPNTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: swiftSettings
+        ),
     ]
 )
