@@ -265,5 +265,11 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Push delivery: to webhook receivers from a daemon, and its threads directly.
+        .testTarget(
+            name: "IPNDeliveryTests",
+            dependencies: ["IPNDelivery", "IPNServerTestSupport", "IPNCore", "IPNTestSupport"],
+            swiftSettings: swiftSettings
+        ),
     ]
 )
