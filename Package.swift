@@ -271,5 +271,16 @@ let package = Package(
             dependencies: ["IPNDelivery", "IPNServerTestSupport", "IPNCore", "IPNTestSupport"],
             swiftSettings: swiftSettings
         ),
+        // The ops console: its pages over HTTP from a daemon, in a real browser, and its
+        // templates and sessions directly.
+        .testTarget(
+            name: "IPNConsoleTests",
+            dependencies: [
+                "IPNConsole", "IPNServer", "IPNServerTestSupport", "IPNStore", "IPNConfig", "IPNCore", "IPNTestSupport",
+                .product(name: "Mustache", package: "swift-mustache"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: swiftSettings
+        ),
     ]
 )
