@@ -282,5 +282,16 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The subcommands as a user runs them: the built `ipnd` against real stores and daemons.
+        .testTarget(
+            name: "IPNCommandsTests",
+            dependencies: [
+                "IPNCommands", "IPNServerTestSupport", "IPNCore", "IPNTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: swiftSettings
+        ),
     ]
 )

@@ -24,4 +24,10 @@ extension TestDaemon {
         try Data(edited.utf8).write(to: URL(fileURLWithPath: configPath))
         chmod(configPath, 0o600)
     }
+
+    /// Writes the test daemon's config as it was written at start: owner-only (it holds secrets).
+    static func writeConfig(_ yaml: String, to path: String) throws {
+        try yaml.write(toFile: path, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
+    }
 }
