@@ -210,12 +210,23 @@ let package = Package(
             path: "Tests/IPNTestSupport",
             swiftSettings: swiftSettings
         ),
+        // What the store's tests share: a fresh, empty store of either backend with a reader
+        // beside it (`StoreUnderTest`), a fresh PostgreSQL database, notifications to record.
+        .target(
+            name: "IPNStoreTestSupport",
+            dependencies: [
+                "IPNStore", "IPNStoreSQLite", "IPNStorePostgres", "IPNCore", "IPNTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/IPNStoreTestSupport",
+            swiftSettings: swiftSettings
+        ),
         // The store's behaviour, one suite run against every backend.
         .testTarget(
             name: "IPNStoreTests",
             dependencies: [
-                "IPNStore", "IPNStoreSQLite", "IPNStorePostgres", "IPNCore", "IPNTestSupport",
-                .product(name: "GRDB", package: "GRDB.swift"),
+                "IPNStore", "IPNStorePostgres", "IPNCore", "IPNTestSupport", "IPNStoreTestSupport",
                 .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -290,6 +301,16 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // What only the PostgreSQL store has: its statistics and schema upgrades, several
+        // nodes on one database, and the throwaway server the tests run it on.
+        .testTarget(
+            name: "IPNStorePostgresTests",
+            dependencies: [
+                "IPNStorePostgres", "IPNStore", "IPNCore", "IPNTestSupport", "IPNStoreTestSupport", "IPNServerTestSupport",
+                .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
