@@ -253,15 +253,15 @@ let package = Package(
             resources: [.copy("Fixtures")],
             swiftSettings: swiftSettings
         ),
+        // The daemon over real HTTP: the provider endpoints, the ops API, metrics and logs, reload,
+        // the store's failures and bounds, upgrades, the installed service.
         .testTarget(
             name: "IPNServerTests",
             dependencies: [
-                "IPNServer", "IPNStore", "IPNStoreSQLite", "IPNConfig", "IPNCore", "IPNCommands", "IPNTestSupport", "IPNConsole",
-                "IPNServerTestSupport",
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
-                .product(name: "Mustache", package: "swift-mustache"),
+                "IPNServer", "IPNStore", "IPNStoreSQLite", "IPNConfig", "IPNCore", "IPNTestSupport", "IPNServerTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ],
