@@ -211,12 +211,23 @@ let package = Package(
             path: "Tests/IPNTestSupport",
             swiftSettings: swiftSettings
         ),
+        // What the store's tests share: a fresh, empty store of either backend with a reader
+        // beside it (`StoreUnderTest`), a fresh PostgreSQL database, notifications to record.
+        .target(
+            name: "IPNStoreTestSupport",
+            dependencies: [
+                "IPNStore", "IPNStoreSQLite", "IPNStorePostgres", "IPNCore", "IPNTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/IPNStoreTestSupport",
+            swiftSettings: swiftSettings
+        ),
         // The store's behaviour, one suite run against every backend.
         .testTarget(
             name: "IPNStoreTests",
             dependencies: [
-                "IPNStore", "IPNStoreSQLite", "IPNStorePostgres", "IPNCore", "IPNTestSupport",
-                .product(name: "GRDB", package: "GRDB.swift"),
+                "IPNStore", "IPNStorePostgres", "IPNCore", "IPNTestSupport", "IPNStoreTestSupport",
                 .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -226,18 +237,82 @@ let package = Package(
             dependencies: ["IPNConfig", "IPNCore"],
             swiftSettings: swiftSettings
         ),
-        .testTarget(
-            name: "IPNServerTests",
+        // What the end-to-end tests share: a daemon under test (in this process or a child
+        // process), the provider doubles and the webhook receiver, clients for the ops API, the
+        // console and raw HTTP, running `ipnd` and the Python tools, and the fixtures.
+        .target(
+            name: "IPNServerTestSupport",
             dependencies: [
-                "IPNServer", "IPNStore", "IPNStoreSQLite", "IPNConfig", "IPNCore", "IPNCommands", "IPNTestSupport", "IPNConsole",
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
-                .product(name: "Mustache", package: "swift-mustache"),
+                "IPNServer", "IPNStore", "IPNConfig", "IPNCore", "IPNTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ],
+            path: "Tests/IPNServerTestSupport",
             resources: [.copy("Fixtures")],
+            swiftSettings: swiftSettings
+        ),
+        // The daemon over real HTTP: the provider endpoints, the ops API, metrics and logs, reload,
+        // the store's failures and bounds, upgrades, the installed service.
+        .testTarget(
+            name: "IPNServerTests",
+            dependencies: [
+                "IPNServer", "IPNStore", "IPNStoreSQLite", "IPNConfig", "IPNCore", "IPNTestSupport", "IPNServerTestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Reconciliation end to end: a daemon asking the provider doubles' status APIs.
+        .testTarget(
+            name: "IPNReconcileTests",
+            dependencies: [
+                "IPNServerTestSupport", "IPNCore", "IPNTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Push delivery: to webhook receivers from a daemon, and its threads directly.
+        .testTarget(
+            name: "IPNDeliveryTests",
+            dependencies: ["IPNDelivery", "IPNServerTestSupport", "IPNCore", "IPNTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        // The ops console: its pages over HTTP from a daemon, in a real browser, and its
+        // templates and sessions directly.
+        .testTarget(
+            name: "IPNConsoleTests",
+            dependencies: [
+                "IPNConsole", "IPNServer", "IPNServerTestSupport", "IPNStore", "IPNConfig", "IPNCore", "IPNTestSupport",
+                .product(name: "Mustache", package: "swift-mustache"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The subcommands as a user runs them: the built `ipnd` against real stores and daemons.
+        .testTarget(
+            name: "IPNCommandsTests",
+            dependencies: [
+                "IPNCommands", "IPNServerTestSupport", "IPNCore", "IPNTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // What only the PostgreSQL store has: its statistics and schema upgrades, several
+        // nodes on one database, and the throwaway server the tests run it on.
+        .testTarget(
+            name: "IPNStorePostgresTests",
+            dependencies: [
+                "IPNStorePostgres", "IPNStore", "IPNCore", "IPNTestSupport", "IPNStoreTestSupport", "IPNServerTestSupport",
+                .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
     ]

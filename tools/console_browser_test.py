@@ -15,7 +15,7 @@
 """Drives the ops console in a real browser (Debian's headless Chromium through chromedriver,
 with Selenium) against a running ipnd, as an operator would, and reports what it saw.
 
-The Swift test (Tests/IPNServerTests/ConsoleBrowserTests.swift) starts the daemon, fills it
+The Swift test (Tests/IPNConsoleTests/ConsoleBrowserTests.swift) starts the daemon, fills it
 through real HTTP, writes a scenario file and runs this script; the script prints one JSON
 object with what each page showed, which the Swift test compares with what the CLI reports.
 

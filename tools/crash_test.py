@@ -57,7 +57,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ipn_client  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FIXTURES = os.path.join(ROOT, "Tests", "IPNServerTests", "Fixtures")
+FIXTURES = os.path.join(ROOT, "Tests", "IPNServerTestSupport", "Fixtures")
 RANK = {"pending": 10, "authorized": 20, "paid": 40}
 
 ACCOUNTS = {

@@ -14,6 +14,7 @@
 import Foundation
 import IPNCore
 @testable import IPNServer
+@testable import IPNServerTestSupport
 import IPNTestSupport
 import NIOHTTP1
 import Testing
@@ -43,7 +44,7 @@ struct AuditDaemonTests {
         yaml = yaml.replacingOccurrences(of: OpsUsersFixture.yaml(), with: OpsUsersFixture.yaml([
             ("otto@example.com", .viewer, otto), ("ada@example.com", .admin, OpsUsersFixture.token(.admin)),
         ]))
-        try Self.writeConfig(yaml, to: path)
+        try TestDaemon.writeConfig(yaml, to: path)
         #expect(await daemon.daemon.reload() == .applied(needsRestart: []))
         #expect(try await daemon.api("/api/v1/orders", token: OpsUsersFixture.token(.viewer)).status == 401)
         let after = try await vera.get("/")
@@ -58,7 +59,7 @@ struct AuditDaemonTests {
         #expect(page.status == 200 && !page.text.contains("expectation-form") && page.text.contains(#"<span id="user-role">viewer</span>"#))
 
         // A config that does not validate: refused, recorded as refused with the reason.
-        try Self.writeConfig(yaml + "\nbogus: 1\n", to: path)
+        try TestDaemon.writeConfig(yaml + "\nbogus: 1\n", to: path)
         guard case .refused = await daemon.daemon.reload() else { Issue.record("a bad config was applied"); return }
         let reloads = try daemon.rows("SELECT actor, role, via, outcome, detail FROM audit_records WHERE action = 'config.reload' ORDER BY id")
         #expect(reloads.count == 2)
@@ -228,7 +229,7 @@ struct AuditDaemonTests {
         // The secret added (a reload): applied, the new notification's record in its own transaction.
         let yaml = try String(contentsOfFile: daemon.configPath, encoding: .utf8)
             .replacingOccurrences(of: "[old-rotated-out,", with: "[fresh-secret, old-rotated-out,")
-        try Self.writeConfig(yaml, to: daemon.configPath)
+        try TestDaemon.writeConfig(yaml, to: daemon.configPath)
         #expect(await daemon.daemon.reload() == .applied(needsRestart: []))
         #expect(try await daemon.send(.POST, ops: "/api/v1/notifications/reverify", body: #"{"apply":true}"#, token: otto).status == 200)
         let applied = try #require(try daemon.auditRows("notification.reverify").first)
@@ -262,12 +263,6 @@ struct AuditDaemonTests {
         let other = try await ipnd(["token", "new"])
         #expect(!other.stdout.contains(token))
         #expect(try await ipnd(["token", "new", "--role", "root"]).status == 64)
-    }
-
-    /// Writes the test daemon's config as it was written at start: owner-only (it holds secrets).
-    static func writeConfig(_ yaml: String, to path: String) throws {
-        try yaml.write(toFile: path, atomically: true, encoding: .utf8)
-        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
     }
 
     /// The Python of README's "Checking the chain from outside" section.

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 import Foundation
+@testable import IPNServerTestSupport
 import IPNTestSupport
 import GRDB
 import IPNCore

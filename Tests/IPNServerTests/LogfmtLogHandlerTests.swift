@@ -14,6 +14,7 @@
 import Foundation
 import IPNCore
 @testable import IPNServer
+@testable import IPNServerTestSupport
 import Logging
 import Testing
 

@@ -13,6 +13,7 @@
 
 import AsyncHTTPClient
 import Foundation
+@testable import IPNServerTestSupport
 import IPNTestSupport
 import IPNCore
 import NIOCore

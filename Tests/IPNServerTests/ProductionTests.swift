@@ -13,6 +13,7 @@
 
 import AsyncHTTPClient
 import Foundation
+@testable import IPNServerTestSupport
 import IPNTestSupport
 import GRDB
 import IPNConfig
@@ -736,13 +737,5 @@ struct BackupFacts {
                 try String.fetchOne(db, sql: "PRAGMA journal_mode")
             )
         }
-    }
-}
-
-/// Runs blocking `work` on a new thread and returns its result.
-func onDedicatedThread<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
-    await withCheckedContinuation { continuation in
-        let thread = Thread { continuation.resume(returning: work()) }
-        thread.start()
     }
 }

@@ -12,56 +12,10 @@
 //===----------------------------------------------------------------------===//
 
 import Foundation
+@testable import IPNServerTestSupport
 import IPNTestSupport
 import IPNCore
 import Testing
-
-/// What each provider must see, written out from docs/providers.md (not from ipnd's own constants).
-struct ProviderExpectations: Sendable, CustomStringConvertible {
-    let name: String
-    let paidStatus: String
-    let unknownStatus: String
-    let ackContentType: String
-    let ackBody: String
-    let rejectStatus: Int
-    let rejectBody: String?
-    let amount: Money
-
-    var description: String { name }
-
-    static let all: [ProviderExpectations] = [
-        .init(name: "citcon", paidStatus: "success", unknownStatus: "mystery_state", ackContentType: "text/plain", ackBody: "ok",
-              rejectStatus: 400, rejectBody: "invalid signature", amount: Money(minor: 1000, currency: "USD")),
-        .init(name: "ipay88", paidStatus: "1", unknownStatus: "9", ackContentType: "text/plain", ackBody: "RECEIVEOK",
-              rejectStatus: 400, rejectBody: nil, amount: Money(minor: 127_899, currency: "MYR")),
-        .init(name: "alipay", paidStatus: "S", unknownStatus: "Q", ackContentType: "application/json",
-              ackBody: #"{"result":{"resultCode":"SUCCESS","resultStatus":"S","resultMessage":"success"}}"#,
-              rejectStatus: 400,
-              rejectBody: #"{"result":{"resultCode":"INVALID_SIGNATURE","resultStatus":"F","resultMessage":"invalid signature"}}"#,
-              amount: Money(minor: 4200, currency: "SGD")),
-        .init(name: "unlimint", paidStatus: "COMPLETED", unknownStatus: "MYSTERY_STATE", ackContentType: "text/plain", ackBody: "OK",
-              rejectStatus: 400, rejectBody: "invalid signature", amount: Money(minor: 603, currency: "USD")),
-        .init(name: "juspay", paidStatus: "CHARGED", unknownStatus: "MYSTERY_STATE", ackContentType: "text/plain", ackBody: "OK",
-              rejectStatus: 401, rejectBody: nil, amount: Money(minor: 60000, currency: "INR")),
-    ]
-}
-
-extension TestDaemon {
-    /// A notification built by the account's own signer (`ipnd simulate` uses the same).
-    func simulated(_ provider: String, order: String, status: String, amount: Money, uid: String) throws -> RawRequest {
-        let account = try #require(config.account(provider: provider, name: "default"))
-        return try account.provider.simulatedRequest(SimulationSpec(
-            orderRef: order, status: status, amount: amount, path: "/ipn/\(provider)", uniqueID: uid,
-            time: "2026-11-21T04:01:02Z"))
-    }
-
-    func post(_ request: RawRequest) async throws -> Answer {
-        try await post(request.target, body: request.body, headers: request.headers.map { ($0.name, $0.value) })
-    }
-}
-
-/// The repository, found from this file.
-let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
 @Suite("Every provider over real HTTP (issue 3)", .heavy)
 struct ProviderHTTPTests {
@@ -231,27 +185,7 @@ struct ProviderHTTPTests {
 
 }
 
-/// The headers Alipay signs a notification to `/ipn/alipay` with.
-func alipayHeaders(_ body: [UInt8], key: RSAPrivateKey) -> [(String, String)] {
-    [
-        ("Content-Type", "application/json"), ("client-id", TestDaemon.alipayClientID),
-        ("request-time", "2026-11-21T05:00:00Z"),
-        ("signature", Alipay.signatureHeader(path: "/ipn/alipay", clientID: TestDaemon.alipayClientID,
-                                             requestTime: "2026-11-21T05:00:00Z", body: body, key: key)),
-    ]
-}
-
 /// Runs tools/ipn_client.py, the independent client.
 func pythonClient(_ arguments: [String]) async throws -> CommandResult {
     try await runPythonTool("ipn_client.py", arguments, timeout: 60)
-}
-
-/// Runs the repository's `tools/NAME` with python3, on a thread of its own (a daemon under
-/// test may be in this process and need the cooperative pool to answer).
-func runPythonTool(_ name: String, _ arguments: [String], timeout: Double) async throws -> CommandResult {
-    try await runProcess(
-        URL(fileURLWithPath: "/usr/bin/env"),
-        ["python3", repositoryRoot.appendingPathComponent("tools/\(name)").path] + arguments,
-        timeout: timeout
-    )
 }

@@ -16,20 +16,12 @@ import Foundation
 import GRDB
 import IPNCore
 @testable import IPNServer
+@testable import IPNServerTestSupport
 import IPNTestSupport
 import NIOCore
 import Testing
 
 extension TestDaemon {
-    /// Edits the config file in place (kept 0600), as an operator does before a reload.
-    func editConfig(_ edit: (String) -> String) throws {
-        let text = try String(contentsOfFile: configPath, encoding: .utf8)
-        let edited = edit(text)
-        #expect(edited != text, "the edit changed nothing")
-        try Data(edited.utf8).write(to: URL(fileURLWithPath: configPath))
-        chmod(configPath, 0o600)
-    }
-
     /// Posts an Unlimint payment for `order` to `path`, signed with `secret`.
     func postUnlimint(_ order: String, path: String = "/ipn/unlimint", secret: String = TestDaemon.unlimintSecret) async throws -> Answer {
         let body = UnlimintRequests.body(order: order, id: "PAY-\(order)", status: "COMPLETED")

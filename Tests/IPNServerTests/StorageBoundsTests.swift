@@ -14,6 +14,7 @@
 import AsyncHTTPClient
 import Foundation
 import IPNCore
+@testable import IPNServerTestSupport
 import IPNTestSupport
 @testable import IPNServer
 import NIOCore

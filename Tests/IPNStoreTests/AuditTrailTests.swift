@@ -15,6 +15,7 @@ import Foundation
 import IPNCore
 import IPNStore
 import IPNStorePostgres
+@testable import IPNStoreTestSupport
 import IPNTestSupport
 import Logging
 import PostgresNIO

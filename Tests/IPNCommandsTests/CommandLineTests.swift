@@ -12,81 +12,9 @@
 //===----------------------------------------------------------------------===//
 
 import Foundation
+@testable import IPNServerTestSupport
 import IPNTestSupport
 import Testing
-
-/// The built `ipnd` binary, beside the test bundle in the build folder.
-let ipndBinary: URL = {
-    var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-    if directory.pathExtension == "xctest" { directory.deleteLastPathComponent() }
-    return directory.appendingPathComponent("ipnd")
-}()
-
-struct CommandResult {
-    let status: Int32
-    let stdout: String
-    let stderr: String
-}
-
-/// Runs `ipnd` with `arguments` and waits for it on a thread of its own (with a deadline,
-/// killing it past that).
-func ipnd(_ arguments: [String], environment: [String: String] = [:], timeout: Double = 20) async throws -> CommandResult {
-    var env = ProcessInfo.processInfo.environment
-    env.removeValue(forKey: "IPND_CONFIG")
-    for (key, value) in environment { env[key] = value }
-    return try await runProcess(ipndBinary, arguments, environment: env, timeout: timeout)
-}
-
-/// Runs `executable` with `arguments` (and `environment`, else this process's) on a thread of its
-/// own, killing it past `timeout` seconds.
-func runProcess(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil,
-                timeout: Double = 20) async throws -> CommandResult {
-    try await onDedicatedThread {
-        Result { try blockingRun(executable, arguments, environment: environment, timeout: timeout) }
-    }.get()
-}
-
-private func blockingRun(_ executable: URL, _ arguments: [String], environment: [String: String]?,
-                         timeout: Double) throws -> CommandResult {
-    let process = ChildProcess()
-    // Its own process group: on a timeout, whatever it started goes with it.
-    process.startsProcessGroup = true
-    process.executableURL = executable
-    process.arguments = arguments
-    if let environment { process.environment = environment }
-    let out = Pipe()
-    let err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    try process.run()
-    // Drain both pipes while the process runs: output larger than a pipe buffer would
-    // otherwise block it until the deadline.
-    let stdout = PipeReader(out)
-    let stderr = PipeReader(err)
-    let deadline = Date().addingTimeInterval(timeout)
-    while process.isRunning, Date() < deadline { usleep(20_000) }
-    if process.isRunning {
-        // SIGTERM, then SIGKILL: a process that ignores SIGTERM (the hang this helper exists to
-        // catch) must fail its test, not hang the run.
-        process.terminate()
-        let killAt = Date().addingTimeInterval(5)
-        while process.isRunning, Date() < killAt { usleep(20_000) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        // The daemons and receivers a tool started, orphaned now.
-        kill(-process.processIdentifier, SIGKILL)
-    }
-    process.waitUntilExit()
-    return CommandResult(status: process.terminationStatus, stdout: stdout.text(), stderr: stderr.text())
-}
-
-func writeConfig(_ yaml: String, mode: Int = 0o600) throws -> String {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ipnd-cli-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    let path = directory.appendingPathComponent("ipnd.yaml").path
-    try Data(yaml.utf8).write(to: URL(fileURLWithPath: path))
-    try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: path)
-    return path
-}
 
 @Suite("Startup config errors stop `ipnd serve` with exit 2 and a message naming the key", .heavy)
 struct CommandLineTests {

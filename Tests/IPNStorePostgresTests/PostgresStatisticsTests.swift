@@ -14,6 +14,7 @@
 import Foundation
 import IPNCore
 import IPNStore
+@testable import IPNStoreTestSupport
 import IPNTestSupport
 import Testing
 

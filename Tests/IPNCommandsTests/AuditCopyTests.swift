@@ -13,6 +13,7 @@
 
 import Foundation
 import IPNCore
+@testable import IPNServerTestSupport
 import IPNTestSupport
 import Testing
 
@@ -33,7 +34,7 @@ struct AuditCopyTests {
         let yaml = try String(contentsOfFile: source.configPath, encoding: .utf8)
             .replacingOccurrences(of: source.config.store.path, with: target.appendingPathComponent("copy.sqlite").path)
         let targetConfig = target.appendingPathComponent("ipnd.yaml").path
-        try AuditDaemonTests.writeConfig(yaml, to: targetConfig)
+        try TestDaemon.writeConfig(yaml, to: targetConfig)
         let copied = try await ipnd(["store", "copy", "--to", targetConfig, "--config", source.configPath])
         #expect(copied.status == 0, "\(copied.stdout) \(copied.stderr)")
         let verify = try await ipnd(["audit", "verify", "--config", targetConfig])

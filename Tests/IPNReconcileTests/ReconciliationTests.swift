@@ -14,6 +14,7 @@
 import Foundation
 import GRDB
 import IPNCore
+@testable import IPNServerTestSupport
 import IPNTestSupport
 import Testing
 
