@@ -19,9 +19,9 @@ enum WriteResult: Sendable {
 
 /// Records a batch of jobs inside one transaction on `connection`: takes the batch's advisory
 /// locks (sorted, so batches never deadlock on them), reads every fact the batch needs in a few
-/// statements, plans each job in order with `RecordingPlanner` through `BatchFacts`, then writes
-/// all plans with one statement per table, the events last under the event lock so that seqs
-/// follow commit order.
+/// statements, records each job in order through `Recording` (the planner's decisions turned
+/// into rows, the facts kept current by `BatchFacts`), then writes all rows with one statement
+/// per kind of row, the events last under the event lock so that seqs follow commit order.
 struct BatchRecorder {
     let connection: PostgresConnection
     let logger: Logger
@@ -29,24 +29,25 @@ struct BatchRecorder {
     let routes: [DeliveryRoute]
     var schedule: InquirySchedule = .standard
 
+    var planner: RecordingPlanner { RecordingPlanner(now: now, routes: routes, schedule: schedule) }
+
     func record(_ jobs: [WriteJob]) async throws -> [WriteResult] {
         try await lock(jobs)
-        let (notificationIDs, orderIDs) = try await allocateIDs(notifications: jobs.count, orders: jobs.count)
-        let (planned, results) = try await plan(jobs, notificationIDs: notificationIDs, orderIDs: orderIDs, lockRows: true)
-        try await write(planned)
+        let ids = try await allocateIDs(notifications: jobs.count, orders: jobs.count)
+        let session = PostgresSession(facts: try await read(needed(jobs), lockRows: true), planner: planner, ids: ids)
+        let results = try jobs.map { try record($0, in: session) }
+        try await write(session.rows)
         return results
     }
 
     /// What `record` would answer for `jobs`, read without locks and written nowhere (the dry
     /// run of `notifications reverify`): new rows get id 0.
     func preview(_ jobs: [WriteJob]) async throws -> [WriteResult] {
-        let zeros = Array(repeating: Int64(0), count: jobs.count)
-        return try await plan(jobs, notificationIDs: zeros, orderIDs: zeros, lockRows: false).results
+        let session = PostgresSession(facts: try await read(needed(jobs), lockRows: false), planner: planner, ids: .zeros(jobs.count))
+        return try jobs.map { try record($0, in: session) }
     }
 
-    func plan(
-        _ jobs: [WriteJob], notificationIDs: [Int64], orderIDs: [Int64], lockRows: Bool
-    ) async throws -> (planned: [(plan: WritePlan, notificationID: Int64?, orderID: Int64?)], results: [WriteResult]) {
+    private func needed(_ jobs: [WriteJob]) -> FactsNeeded {
         var needed = FactsNeeded()
         for job in jobs {
             switch job {
@@ -54,48 +55,16 @@ struct BatchRecorder {
             case .expectation(let scope, let orderRef, _): needed.addExpectation(scope: scope, orderRef: orderRef)
             }
         }
-        let facts = try await read(needed, lockRows: lockRows)
+        return needed
+    }
 
-        let planner = RecordingPlanner(now: now, routes: routes, schedule: schedule)
-        var planned: [(plan: WritePlan, notificationID: Int64?, orderID: Int64?)] = []
-        var results: [WriteResult] = []
-        var nextNotification = 0
-        var nextOrder = 0
-        for job in jobs {
-            let plan: WritePlan
-            var expectation: ExpectationOutcome?
-            switch job {
-            case .record(.rejected(let request, let rejection)):
-                plan = planner.plan(rejected: request, rejection)
-            case .record(.verified(let request, let notification)):
-                let scope = Scope(provider: request.provider, account: request.account)
-                let recordingFacts = try RecordingFacts.read(for: notification, scope: scope, from: facts)
-                plan = planner.plan(verified: request, notification, detailJSON: PreparedDetail.json(notification), facts: recordingFacts)
-            case .expectation(let scope, let orderRef, let amount):
-                let order = try facts.order(scope: scope, orderRef: orderRef)
-                (plan, expectation) = planner.plan(expectation: amount, scope: scope, orderRef: orderRef, order: order)
-            }
-            var notificationID: Int64?
-            if plan.notification != nil {
-                notificationID = notificationIDs[nextNotification]
-                nextNotification += 1
-            }
-            var orderID = plan.order?.order.id
-            if case .insert? = plan.order {
-                orderID = orderIDs[nextOrder]
-                nextOrder += 1
-            }
-            facts.apply(plan, notificationID: notificationID, orderID: orderID)
-            planned.append((plan, notificationID, orderID))
-            if let expectation {
-                results.append(.expectation(expectation))
-            } else {
-                var outcome = plan.outcome
-                outcome.notificationID = notificationID ?? 0
-                results.append(.recorded(outcome))
-            }
+    private func record(_ job: WriteJob, in session: PostgresSession) throws -> WriteResult {
+        switch job {
+        case .record(let entry):
+            return .recorded(try Recording.record(PreparedEntry(entry), in: session))
+        case .expectation(let scope, let orderRef, let amount):
+            return .expectation(try Recording.setExpectation(amount, scope: scope, orderRef: orderRef, in: session))
         }
-        return (planned, results)
     }
 
     // MARK: Locks and ids
@@ -132,25 +101,28 @@ struct BatchRecorder {
         try await connection.run(sql, logger: logger)
     }
 
-    /// Ids for the rows the batch may insert, ascending: one notification per job, and at most one
-    /// new order per job. Unused ones are gaps, as with any sequence.
-    func allocateIDs(notifications: Int, orders: Int) async throws -> ([Int64], [Int64]) {
+    /// Ids for the rows the batch may insert, ascending: one notification per job, at most one
+    /// new order per job, and `inquiries` inquiry records. Unused ones are gaps, as with any sequence.
+    func allocateIDs(notifications: Int, orders: Int, inquiries: Int = 0) async throws -> AllocatedIDs {
         var sql = SQL()
         sql.append("""
             SELECT (SELECT array_agg(nextval('notifications_id_seq')) FROM generate_series(1, \(sql.bind(Int64(notifications))))) AS n,
-                   (SELECT array_agg(nextval('orders_id_seq')) FROM generate_series(1, \(sql.bind(Int64(orders))))) AS o
+                   (SELECT array_agg(nextval('orders_id_seq')) FROM generate_series(1, \(sql.bind(Int64(orders))))) AS o,
+                   (SELECT array_agg(nextval('inquiries_id_seq')) FROM generate_series(1, \(sql.bind(Int64(inquiries))))) AS i
             """)
-        var result: ([Int64], [Int64]) = ([], [])
-        for try await (n, o) in try await connection.query(sql.query, logger: logger).decode(([Int64], [Int64]).self) {
-            result = (n.sorted(), o.sorted())
+        var result = AllocatedIDs()
+        for try await (n, o, i) in try await connection.query(sql.query, logger: logger).decode(([Int64]?, [Int64]?, [Int64]?).self) {
+            result = AllocatedIDs(notifications: (n ?? []).sorted(), orders: (o ?? []).sorted(), inquiries: (i ?? []).sorted())
         }
         return result
     }
 
     // MARK: Reading the facts
 
-    private func read(_ needed: FactsNeeded, lockRows: Bool) async throws -> BatchFacts {
-        let forUpdate = lockRows ? "FOR UPDATE" : ""
+    /// Reads what `needed` lists. With `lockRows`, the orders read are locked to the commit
+    /// (`FOR NO KEY UPDATE`: other writers of the order wait; a foreign key check does not).
+    func read(_ needed: FactsNeeded, lockRows: Bool) async throws -> BatchFacts {
+        let forUpdate = lockRows ? "FOR NO KEY UPDATE" : ""
         let facts = BatchFacts()
         if !needed.dedupKeys.isEmpty {
             let keys = Array(needed.dedupKeys)
@@ -185,7 +157,7 @@ struct BatchRecorder {
                 FROM unnest(\(p)::text[], \(a)::text[], \(r)::text[]) AS wanted (provider, account, order_ref)
                 JOIN orders o ON o.provider = wanted.provider AND o.account = wanted.account AND o.order_ref = wanted.order_ref
                 ORDER BY o.id
-                \(lockRows ? "FOR UPDATE OF o" : "")
+                \(lockRows ? "FOR NO KEY UPDATE OF o" : "")
                 """)
             var found = Set<FactsNeeded.ScopedKey>()
             for row in try await connection.rows(sql, logger: logger) {
@@ -283,232 +255,38 @@ struct BatchRecorder {
         }
     }
 
-    // MARK: Writing the plans
+    // MARK: Writing the rows
 
-    func write(_ planned: [(plan: WritePlan, notificationID: Int64?, orderID: Int64?)]) async throws {
-        // Each order as the batch leaves it: inserted (first written by the batch) or updated.
-        var inserted: [Int64: StoredOrder] = [:]
-        var updated: [Int64: StoredOrder] = [:]
-        var orderSequence: [Int64] = []
-        for (plan, _, orderID) in planned {
-            guard let write = plan.order, let orderID else { continue }
-            var order = write.order
-            order.id = orderID
-            switch write {
-            case .insert:
-                inserted[orderID] = order
-                orderSequence.append(orderID)
-            case .update:
-                if inserted[orderID] != nil { inserted[orderID] = order } else { updated[orderID] = order }
-            case .unchanged:
-                break
-            }
-        }
-        if !inserted.isEmpty { try await insertOrders(orderSequence.compactMap { inserted[$0] }) }
-        if !updated.isEmpty { try await updateOrders(Array(updated.values)) }
-        try await insertNotifications(planned)
-
-        var transitions = ColumnBatch(5)
-        var refunds = ColumnBatch(4)
-        var dedup = ColumnBatch(4)
-        var links = ColumnBatch(4)
-        for (plan, notificationID, orderID) in planned {
-            if let orderID {
-                for transition in plan.transitions {
-                    transitions.add([.int(orderID), .text(transition.from?.rawValue), .text(transition.to.rawValue), .text(now),
-                                     .int(transition.cause.notificationID(planned: notificationID))])
-                }
-                for refund in plan.refunds {
-                    refunds.add([.int(orderID), .text(refund.refundID), .int(refund.amountMinor), .int(refund.cause.notificationID(planned: notificationID))])
-                }
-            }
-            if let key = plan.dedupKey, let request = plan.notification?.request, let notificationID {
-                dedup.add([.text(request.provider), .text(request.account), .text(key), .int(notificationID)])
-            }
-            if let key = plan.linkToRegister, let orderID, let order = plan.order?.order {
-                links.add([.text(order.scope.provider), .text(order.scope.account), .text(key), .int(orderID)])
-            }
-        }
-        if !transitions.isEmpty {
-            try await transitions.insert(
-                "INSERT INTO transitions (order_id, from_state, to_state, at, notification_id)",
-                types: ["bigint", "text", "text", "text", "bigint"], connection: connection, logger: logger)
-        }
-        if !refunds.isEmpty {
-            try await refunds.insert(
-                "INSERT INTO refunds (order_id, refund_id, amount_minor, notification_id)",
-                types: ["bigint", "text", "bigint", "bigint"], suffix: "ON CONFLICT DO NOTHING", connection: connection, logger: logger)
-        }
-        if !dedup.isEmpty {
-            try await dedup.insert(
-                "INSERT INTO dedup_keys (provider, account, dedup_key, notification_id)",
-                types: ["text", "text", "text", "bigint"], connection: connection, logger: logger)
-        }
-        if !links.isEmpty {
-            try await links.insert(
-                "INSERT INTO payment_links (provider, account, link_key, order_id)",
-                types: ["text", "text", "text", "bigint"], suffix: "ON CONFLICT DO NOTHING", connection: connection, logger: logger)
-        }
-        // Rare: a payment that notifications waited for.
-        for (plan, _, orderID) in planned {
-            guard let orderID, let order = plan.order?.order else { continue }
-            if let key = plan.adoptWaitingDuplicates {
-                var sql = SQL()
-                sql.append("""
-                    UPDATE notifications SET order_id = \(sql.bind(orderID)), order_ref = \(sql.bind(order.orderRef))
-                    WHERE provider = \(sql.bind(order.scope.provider)) AND account = \(sql.bind(order.scope.account))
-                      AND link_key = \(sql.bind(key)) AND verdict = 'duplicate' AND order_id IS NULL
-                    """)
-                try await connection.run(sql, logger: logger)
-            }
-            for update in plan.waitingUpdates {
-                var sql = SQL()
-                switch update {
-                case .applied(let id, let verdict, let reason, let detail):
-                    sql.append("""
-                        UPDATE notifications SET verdict = \(sql.bind(verdict.rawValue)), reason = \(sql.bind(reason)),
-                            reason_detail = \(sql.bind(detail)), order_id = \(sql.bind(orderID)), order_ref = \(sql.bind(order.orderRef)),
-                            pending_effect = NULL
-                        WHERE id = \(sql.bind(id))
-                        """)
-                case .unreadable(let id, let detail):
-                    sql.append("UPDATE notifications SET reason_detail = \(sql.bind(detail)) WHERE id = \(sql.bind(id))")
-                }
-                try await connection.run(sql, logger: logger)
-            }
-        }
-        try await writeEvents(planned)
-    }
-
-    private func insertOrders(_ orders: [StoredOrder]) async throws {
-        var batch = ColumnBatch(17)
-        for order in orders {
-            batch.add([
-                .int(order.id), .text(order.scope.provider), .text(order.scope.account), .text(order.orderRef), .text(order.providerTxnID),
-                .text(order.state.rawValue), .int(order.amount?.minor), .text(order.amount?.currency), .int(order.refundedMinor),
-                .int(order.expected?.minor), .text(order.expected?.currency), .text(order.flagsText), .text(order.createdAt),
-                .text(order.updatedAt), .text(order.inquiry.from), .int(Int64(order.inquiry.step)), .text(order.inquiry.dueAt),
-            ])
-        }
-        try await batch.insert(
-            """
-            INSERT INTO orders (id, provider, account, order_ref, provider_txn_id, state, amount_minor, currency, refunded_minor,
-                                expected_amount_minor, expected_currency, flags, created_at, updated_at, inquiry_from, inquiry_step,
-                                inquiry_due_at)
-            """,
-            types: ["bigint", "text", "text", "text", "text", "text", "bigint", "text", "bigint", "bigint", "text", "text", "text", "text",
-                    "text", "bigint", "text"],
-            connection: connection, logger: logger)
-    }
-
-    private func updateOrders(_ orders: [StoredOrder]) async throws {
-        var batch = ColumnBatch(13)
-        for order in orders {
-            batch.add([
-                .int(order.id), .text(order.state.rawValue), .int(order.amount?.minor), .text(order.amount?.currency),
-                .int(order.refundedMinor), .int(order.expected?.minor), .text(order.expected?.currency), .text(order.flagsText),
-                .text(order.providerTxnID), .text(order.updatedAt), .text(order.inquiry.from), .int(Int64(order.inquiry.step)),
-                .text(order.inquiry.dueAt),
-            ])
-        }
-        var sql = SQL()
-        let columns = batch.bindColumns(
-            into: &sql, types: ["bigint", "text", "bigint", "text", "bigint", "bigint", "text", "text", "text", "text", "text", "bigint", "text"])
-        sql.append("""
-            UPDATE orders AS o SET state = u.c2, amount_minor = u.c3, currency = u.c4, refunded_minor = u.c5,
-                expected_amount_minor = u.c6, expected_currency = u.c7, flags = u.c8, provider_txn_id = u.c9, updated_at = u.c10,
-                inquiry_from = u.c11, inquiry_step = u.c12, inquiry_due_at = u.c13
-            FROM unnest(\(columns)) AS u (c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13)
-            WHERE o.id = u.c1
-            """)
-        try await connection.run(sql, logger: logger)
-    }
-
-    private func insertNotifications(_ planned: [(plan: WritePlan, notificationID: Int64?, orderID: Int64?)]) async throws {
-        var batch = ColumnBatch(24)
-        for (plan, notificationID, orderID) in planned {
-            guard let planned = plan.notification, let notificationID else { continue }
-            let request = planned.request
-            let notification = planned.notification
-            let order: Int64? = switch planned.order {
-            case .none: nil
-            case .stored(let id): id
-            case .planned: orderID
-            }
-            batch.add([
-                .int(notificationID), .text(request.provider), .text(request.account), .text(request.receivedAt), .text(request.clientIP),
-                .text(request.target), .text(request.headers), .bytes(request.body), .text(planned.verdict.rawValue), .text(planned.reason),
-                .text(planned.reasonDetail), .text(notification?.kind.rawValue), .text(notification?.providerStatus),
-                .text(notification?.dedupKey), .text(planned.orderRef), .int(order), .text(notification?.providerTxnID),
-                .text(notification?.link?.key), .int(notification?.amount?.minor), .text(notification?.amount?.currency),
-                .text(planned.detailJSON), .text(planned.pendingEffect), .int(request.reverifiedFrom), .int(request.inquiryID),
-            ])
-        }
-        guard !batch.isEmpty else { return }
-        try await batch.insert(
-            """
-            INSERT INTO notifications (id, provider, account, received_at, client_ip, target, headers, body, verdict, reason,
-                reason_detail, kind, provider_status, dedup_key, order_ref, order_id, provider_txn_id, link_key, amount_minor,
-                currency, detail, pending_effect, reverified_from, inquiry_id)
-            """,
-            types: ["bigint", "text", "text", "text", "text", "text", "text", "bytea", "text", "text", "text", "text", "text", "text",
-                    "text", "bigint", "text", "text", "bigint", "text", "text", "text", "bigint", "bigint"],
-            connection: connection, logger: logger)
+    func write(_ rows: PostgresRows) async throws {
+        try await rows.write(connection: connection, logger: logger)
+        try await writeEvents(rows.events)
     }
 
     /// The events, under the event lock held to the commit: seqs are taken in commit order.
-    private func writeEvents(_ planned: [(plan: WritePlan, notificationID: Int64?, orderID: Int64?)]) async throws {
-        let count = planned.reduce(0) { $0 + ($1.orderID == nil ? 0 : $1.plan.events.count) }
-        guard count > 0 else { return }
+    private func writeEvents(_ events: [EventRow]) async throws {
+        guard !events.isEmpty else { return }
         try await connection.run(SQL("SELECT pg_advisory_xact_lock(\(PostgresSchema.eventLock))"), logger: logger)
         var allocate = SQL()
-        allocate.append("SELECT array_agg(nextval('events_seq')) FROM generate_series(1, \(allocate.bind(Int64(count))))")
+        allocate.append("SELECT array_agg(nextval('events_seq')) FROM generate_series(1, \(allocate.bind(Int64(events.count))))")
         var seqs: [Int64] = []
         for try await values in try await connection.query(allocate.query, logger: logger).decode([Int64].self) { seqs = values.sorted() }
-        var events = ColumnBatch(14)
-        var deliveries = ColumnBatch(5)
-        var next = 0
-        for (plan, notificationID, orderID) in planned {
-            guard let orderID, let order = plan.order?.order else { continue }
-            for event in plan.events {
-                let seq = seqs[next]
-                next += 1
-                events.add([
-                    .int(seq), .text(UUID().uuidString.lowercased()), .text(event.type.rawValue), .text(now), .text(order.scope.provider),
-                    .text(order.scope.account), .int(orderID), .text(order.orderRef), .text(event.orderJSON), .text(event.from?.rawValue),
-                    .text(event.to.rawValue), .text(event.flag), .int(event.cause.notificationID(planned: notificationID)), .text(event.providerStatus),
-                ])
-                for target in event.routes {
-                    deliveries.add([.text(target), .int(seq), .int(orderID), .text(now), .text(now)])
-                }
+        var deliveries: [[RowValue]] = []
+        var rows: [[RowValue]] = []
+        for (event, seq) in zip(events, seqs) {
+            rows.append([.int(seq)] + event.values)
+            for target in event.targets {
+                deliveries.append(DeliveryRow(target: target, eventSeq: seq, orderID: event.orderID, createdAt: event.occurredAt).values)
             }
         }
-        try await events.insert(
-            """
-            INSERT INTO events (seq, id, type, occurred_at, provider, account, order_id, order_ref, order_json, from_state, to_state,
-                                flag, notification_id, provider_status)
-            """,
-            types: ["bigint", "text", "text", "text", "text", "text", "bigint", "text", "text", "text", "text", "text", "bigint", "text"],
-            connection: connection, logger: logger)
-        if !deliveries.isEmpty {
-            var sql = SQL()
-            let columns = deliveries.bindColumns(into: &sql, types: ["text", "bigint", "bigint", "text", "text"])
-            sql.append("""
-                INSERT INTO deliveries (target, event_seq, order_id, state, next_attempt_at, created_at)
-                SELECT c1, c2, c3, 'pending', c4, c5 FROM unnest(\(columns)) AS u (c1, c2, c3, c4, c5)
-                """)
-            try await connection.run(sql, logger: logger)
-        }
+        let numbered = RowShape(table: "events", columns: [("seq", .int)] + EventRow.shape.columns)
+        try await PostgresRows.run(numbered, rows, connection: connection, logger: logger)
+        if !deliveries.isEmpty { try await PostgresRows.run(DeliveryRow.shape, deliveries, connection: connection, logger: logger) }
     }
 }
 
 /// A batch of rows, column by column, bound as arrays and expanded with `unnest`.
 struct ColumnBatch {
-    enum Value {
-        case int(Int64?)
-        case text(String?)
-        case bytes([UInt8])
-    }
+    typealias Value = RowValue
 
     private var columns: [[Value]]
 
@@ -520,6 +298,11 @@ struct ColumnBatch {
 
     mutating func add(_ row: [Value]) {
         for (index, value) in row.enumerated() { columns[index].append(value) }
+    }
+
+    /// Binds each column as an array of its type in `shape`; returns `$1::bigint[], $2::text[], ...`.
+    func bindColumns(into sql: inout SQL, shape: RowShape) -> String {
+        bindColumns(into: &sql, types: shape.columns.map { RowShape.postgresType($0.type) })
     }
 
     /// Binds each column as an array of `types[i]`; returns `$1::bigint[], $2::text[], ...`.
@@ -571,12 +354,5 @@ enum LockKey {
             hash &*= 0x0000_0100_0000_01b3
         }
         return Int64(bitPattern: hash)
-    }
-}
-
-/// The verified notification's `detail` as a JSON object text, as the SQLite backend stores it.
-enum PreparedDetail {
-    static func json(_ notification: VerifiedNotification) -> String? {
-        notification.detail.isEmpty ? nil : JSONText.object(notification.detail)
     }
 }
