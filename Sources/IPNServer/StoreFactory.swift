@@ -37,7 +37,7 @@ public enum StoreFactory {
             store = try await PostgresStore.open(
                 configuration: try postgresConfiguration(settings), location: location(settings),
                 poolSize: purpose == .daemon ? settings.poolSize : 4, maxBatch: config.store.maxBatch,
-                migrate: purpose == .daemon, logger: logger)
+                migrate: purpose == .daemon, sequencing: purpose == .daemon, logger: logger)
         }
         store.setDeliveryRoutes(config.deliveries.map(DeliveryRoute.init))
         store.setInquirySchedule(config.reconcilerSettings.schedule)

@@ -21,7 +21,7 @@ enum WriteResult: Sendable {
 /// locks (sorted, so batches never deadlock on them), reads every fact the batch needs in a few
 /// statements, records each job in order through `Recording` (the planner's decisions turned
 /// into rows, the facts kept current by `BatchFacts`), then writes all rows with one statement
-/// per kind of row, the events last under the event lock so that seqs follow commit order.
+/// per kind of row, the events queued for the sequencer to number once committed.
 struct BatchRecorder {
     let connection: PostgresConnection
     let logger: Logger
@@ -262,25 +262,25 @@ struct BatchRecorder {
         try await writeEvents(rows.events)
     }
 
-    /// The events, under the event lock held to the commit: seqs are taken in commit order.
+    /// The events, queued for the sequencer (`EventSequencer`), which numbers them once this
+    /// transaction committed: each takes the next row id in the order it was written, and the
+    /// order's lock this transaction holds keeps one order's rows in commit order.
     private func writeEvents(_ events: [EventRow]) async throws {
         guard !events.isEmpty else { return }
-        try await connection.run(SQL("SELECT pg_advisory_xact_lock(\(PostgresSchema.eventLock))"), logger: logger)
-        var allocate = SQL()
-        allocate.append("SELECT array_agg(nextval('events_seq')) FROM generate_series(1, \(allocate.bind(Int64(events.count))))")
-        var seqs: [Int64] = []
-        for try await values in try await connection.query(allocate.query, logger: logger).decode([Int64].self) { seqs = values.sorted() }
-        var deliveries: [[RowValue]] = []
-        var rows: [[RowValue]] = []
-        for (event, seq) in zip(events, seqs) {
-            rows.append([.int(seq)] + event.values)
-            for target in event.targets {
-                deliveries.append(DeliveryRow(target: target, eventSeq: seq, orderID: event.orderID, createdAt: event.occurredAt).values)
-            }
-        }
-        let numbered = RowShape(table: "events", columns: [("seq", .int)] + EventRow.shape.columns)
-        try await PostgresRows.run(numbered, rows, connection: connection, logger: logger)
-        if !deliveries.isEmpty { try await PostgresRows.run(DeliveryRow.shape, deliveries, connection: connection, logger: logger) }
+        let shape = RowShape(table: "events_unsequenced", columns: EventRow.shape.columns + [("targets", .text)])
+        var batch = ColumnBatch(shape.columns.count)
+        for event in events { batch.add(event.values + [.text(event.targets.joined(separator: ","))]) }
+        var sql = SQL()
+        let arrays = batch.bindColumns(into: &sql, shape: shape)
+        let names = (1...shape.columns.count).map { "c\($0)" }
+        // Delivery target names are [a-z0-9_-]: a comma separates them.
+        sql.append("""
+            INSERT INTO events_unsequenced (row_id, \(EventRow.shape.columnList), targets)
+            SELECT nextval('events_row_ids'), \(names.dropLast().joined(separator: ", ")), string_to_array(\(names.last ?? "''"), ',')
+            FROM unnest(\(arrays)) WITH ORDINALITY AS u (\(names.joined(separator: ", ")), position)
+            ORDER BY position
+            """)
+        try await connection.run(sql, logger: logger)
     }
 }
 

@@ -21,6 +21,7 @@ final class PostgresBatchWriter: Sendable {
     private let routes: Locked<[DeliveryRoute]>
     private let schedule: Locked<InquirySchedule>
     private let eventsCommitted: @Sendable (Int) -> Void
+    private let timeouts: PostgresTimeouts
     private let state = Locked(State())
     private let runners = Locked<[Task<Void, Never>]>([])
 
@@ -45,8 +46,9 @@ final class PostgresBatchWriter: Sendable {
     }
 
     init(client: PostgresClient, writers: Int, maxBatch: Int, routes: Locked<[DeliveryRoute]>, schedule: Locked<InquirySchedule>,
-         logger: Logger, eventsCommitted: @escaping @Sendable (Int) -> Void) {
+         timeouts: PostgresTimeouts = PostgresTimeouts(), logger: Logger, eventsCommitted: @escaping @Sendable (Int) -> Void) {
         self.client = client
+        self.timeouts = timeouts
         self.logger = logger
         self.maxBatch = max(1, maxBatch)
         self.routes = routes
@@ -167,26 +169,18 @@ final class PostgresBatchWriter: Sendable {
         var connectionLost = false
     }
 
-    /// How long a batch may take to reach its COMMIT, waiting for a connection included, before
-    /// its jobs are answered with a store error (503): a database that is down or unreachable
-    /// must not hold providers' requests until their own timeouts.
-    static let batchTimeout: Duration = .seconds(5)
-    /// How long a batch may take in all once its COMMIT is sent: the database answered every
-    /// statement before it, and a slow flush of its WAL (seconds, on a busy disk) is not an
-    /// outage; past this the outcome is unknown and the jobs get 503.
-    static let commitTimeout: Duration = .seconds(15)
-
-    /// One transaction: BEGIN, the batch, COMMIT, within `batchTimeout` up to the COMMIT and
-    /// `commitTimeout` in all.
+    /// One transaction: BEGIN, the batch, COMMIT, within `timeouts.batch` up to the COMMIT and
+    /// `timeouts.commit` in all (`PostgresTimeouts`).
     private func transaction(
         _ jobs: [WriteJob], now: String, routes: [DeliveryRoute], schedule: InquirySchedule
     ) async -> Result<[WriteResult], Failure> {
         let committing = Locked(false)
+        let (batchTimeout, commitTimeout) = (timeouts.batch, timeouts.commit)
         let outcome = await race({ [self] in
             await attempt(jobs, now: now, routes: routes, schedule: schedule, committing: committing)
         }, until: {
             var waited: Duration = .zero
-            while waited < Self.batchTimeout || (committing.withLock { $0 } && waited < Self.commitTimeout) {
+            while waited < batchTimeout || (committing.withLock { $0 } && waited < commitTimeout) {
                 guard (try? await Task.sleep(for: .milliseconds(100))) != nil else { return }
                 waited += .milliseconds(100)
             }
@@ -196,8 +190,8 @@ final class PostgresBatchWriter: Sendable {
         return .failure(Failure(
             error: StoreError(
                 message: inDoubt
-                    ? "cannot commit within \(Self.commitTimeout) (its outcome is unknown)"
-                    : "cannot reach PostgreSQL within \(Self.batchTimeout)",
+                    ? "cannot commit within \(commitTimeout) (its outcome is unknown)"
+                    : "cannot reach PostgreSQL within \(batchTimeout)",
                 commitInDoubt: inDoubt),
             retryable: false, connectionLost: true))
     }

@@ -5,10 +5,32 @@ import Logging
 import NIOCore
 import PostgresNIO
 
+/// How long the PostgreSQL store waits for the database before a write answers 503.
+public struct PostgresTimeouts: Sendable, Equatable {
+    /// How long a batch may take to reach its COMMIT, waiting for a connection included: a
+    /// database that is down or unreachable must not hold providers' requests until their own
+    /// timeouts.
+    public var batch: Duration
+    /// How long a batch may take in all once its COMMIT is sent: the database answered every
+    /// statement before it, and a slow flush of its WAL (seconds, on a busy disk) is not an
+    /// outage; past this the outcome is unknown and the batch's requests get 503.
+    public var commit: Duration
+    /// How long any other write (a delivery's outcome, the heartbeat) may wait for a connection
+    /// and a lock.
+    public var write: Duration
+
+    public init(batch: Duration = .seconds(5), commit: Duration = .seconds(15), write: Duration = .seconds(5)) {
+        self.batch = batch
+        self.commit = commit
+        self.write = write
+    }
+}
+
 /// The store on PostgreSQL: any number of ipnd nodes may share one database. Notifications are
-/// group-committed by a few writer connections (`PostgresBatchWriter`); reads and the delivery
-/// service's updates use the pool directly. The client's pool runs in a task of the store's own
-/// from `open` to `close`.
+/// group-committed by a few writer connections (`PostgresBatchWriter`), which queue their events;
+/// the node holding the sequencer lock numbers them into the feed once committed
+/// (`EventSequencer`). Reads and the delivery service's updates use the pool directly. The
+/// client's pool runs in a task of the store's own from `open` to `close`.
 public final class PostgresStore: Store {
     public let location: String
     public let eventSignal = EventSignal()
@@ -22,21 +44,27 @@ public final class PostgresStore: Store {
     private let clientTask: Task<Void, Never>
     /// This node's name on its heartbeat row.
     private let node: String
-
-    /// How long a write may wait for the database (a connection, a lock) before it answers 503.
-    static let writeTimeout: Duration = .seconds(5)
+    let timeouts: PostgresTimeouts
+    /// Numbers committed events into the feed while this node holds its lock; nil for a command,
+    /// which numbers what it wrote as it closes, when no node does (`EventSequencer.drain`).
+    private let sequencer: EventSequencer?
+    /// Whether this store committed events (a command numbers them as it closes).
+    private let wroteEvents = Locked(false)
 
     /// Connects with `configuration`, migrates (under the migration lock) unless `migrate` is
     /// false, in which case the schema must be this version's, and starts the writers.
     /// - Parameters:
     ///   - location: how logs name the database (no password).
     ///   - writers: connections writing notification batches concurrently.
+    ///   - sequencing: whether this store takes part in numbering the feed (`ipnd serve`); a
+    ///     command's store does not, on a connection of its own.
     public static func open(
         configuration: PostgresClient.Configuration, location: String, poolSize: Int, maxBatch: Int = 256, writers: Int? = nil,
-        migrate: Bool = true, logger: Logger
+        migrate: Bool = true, sequencing: Bool = true, timeouts: PostgresTimeouts = PostgresTimeouts(), logger: Logger
     ) async throws(StoreError) -> PostgresStore {
         var configuration = configuration
-        configuration.options.maximumConnections = max(2, poolSize)
+        // The sequencer keeps a connection of its own (its lock and its LISTEN live on it).
+        configuration.options.maximumConnections = max(2, poolSize) + (sequencing ? 1 : 0)
         configuration.options.connectTimeout = .seconds(5)
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         let task = Task { await client.run() }
@@ -52,20 +80,38 @@ public final class PostgresStore: Store {
             throw error
         }
         let writerCount = writers ?? max(1, min(4, poolSize / 4))
-        return PostgresStore(client: client, task: task, location: location, maxBatch: maxBatch, writers: writerCount, logger: logger)
+        return PostgresStore(
+            client: client, task: task, location: location, maxBatch: maxBatch, writers: writerCount, sequencing: sequencing,
+            timeouts: timeouts, logger: logger)
     }
 
-    private init(client: PostgresClient, task: Task<Void, Never>, location: String, maxBatch: Int, writers: Int, logger: Logger) {
+    private init(
+        client: PostgresClient, task: Task<Void, Never>, location: String, maxBatch: Int, writers: Int, sequencing: Bool,
+        timeouts: PostgresTimeouts, logger: Logger
+    ) {
         self.client = client
         self.clientTask = task
         self.location = location
         self.logger = logger
+        self.timeouts = timeouts
         statistics = TableStatistics(client: client, logger: logger)
         node = "\(ProcessInfo.processInfo.hostName)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        let signal = eventSignal
+        let sequencer = sequencing ? EventSequencer(client: client, node: node, logger: logger, feed: eventSignal) : nil
+        self.sequencer = sequencer
+        let wroteEvents = self.wroteEvents
         writer = PostgresBatchWriter(
-            client: client, writers: writers, maxBatch: maxBatch, routes: routes, schedule: schedule, logger: logger,
-            eventsCommitted: { _ in signal.signal() })
+            client: client, writers: writers, maxBatch: maxBatch, routes: routes, schedule: schedule, timeouts: timeouts, logger: logger,
+            eventsCommitted: { _ in
+                wroteEvents.withLock { $0 = true }
+                sequencer?.wake()
+            })
+        sequencer?.start()
+    }
+
+    /// This store committed events: the sequencer numbers them.
+    func eventsCommitted() {
+        wroteEvents.withLock { $0 = true }
+        sequencer?.wake()
     }
 
     // MARK: Writes
@@ -124,9 +170,61 @@ public final class PostgresStore: Store {
     @discardableResult
     public func close() async throws(StoreError) -> StoreError? {
         await writer.close()
+        var failure: StoreError?
+        if let sequencer {
+            await sequencer.stop()
+        } else if wroteEvents.withLock({ $0 }) {
+            // A command: what it wrote is numbered now unless a node numbers the feed.
+            do {
+                _ = try await withTimeout(timeouts.write) { [client, logger] in try await EventSequencer.drain(client: client, logger: logger) }
+            } catch {
+                failure = StoreError(postgres: error, doing: "number the events written (the next ipnd serve numbers them)")
+            }
+        }
         clientTask.cancel()
         await clientTask.value
-        return nil
+        return failure
+    }
+
+    // MARK: The feed's numbering
+
+    /// Whether this node numbers the feed now (it holds the sequencer lock).
+    public var numbersTheFeed: Bool { sequencer?.isLeading ?? false }
+
+    /// Returns once every event committed before the call is in the feed, or throws when that
+    /// takes longer than `timeout` (no node numbers the feed, or the database is unavailable).
+    public func eventsNumbered(timeout: Duration = .seconds(30)) async throws(StoreError) {
+        guard let pending = try await rows(SQL("SELECT max(row_id) AS newest FROM events_unsequenced"), doing: "read the event queue").first,
+              let newest = try record(pending, { try $0.optionalInt("newest") })
+        else { return }
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            if sequencer == nil {
+                do {
+                    _ = try await EventSequencer.drain(client: client, logger: logger)
+                } catch {
+                    throw StoreError(postgres: error, doing: "number the events")
+                }
+            } else {
+                sequencer?.wake()
+            }
+            var sql = SQL()
+            sql.append("SELECT EXISTS (SELECT 1 FROM events_unsequenced WHERE row_id <= \(sql.bind(newest))) AS waiting")
+            guard let row = try await rows(sql, doing: "read the event queue").first, try record(row, { try $0.bool("waiting") }) else {
+                return
+            }
+            guard ContinuousClock.now < deadline else {
+                throw StoreError(message: "events committed more than \(timeout) ago are not in the feed yet (is a node numbering it?)")
+            }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    public func unsequencedEventCount() async throws(StoreError) -> Int {
+        guard let row = try await rows(SQL("SELECT count(*) AS n FROM events_unsequenced"), doing: "count the event queue").first else {
+            return 0
+        }
+        return Int(try record(row) { try $0.int("n") })
     }
 
     // MARK: Running statements
@@ -134,7 +232,7 @@ public final class PostgresStore: Store {
     /// Runs `sql` on a pooled connection (autocommit), within the write timeout.
     func execute(_ sql: SQL, doing action: String) async throws(StoreError) {
         do {
-            try await withTimeout(Self.writeTimeout) { [client, logger] in
+            try await withTimeout(timeouts.write) { [client, logger] in
                 _ = try await client.query(sql.query, logger: logger)
             }
         } catch {
@@ -145,7 +243,7 @@ public final class PostgresStore: Store {
     /// Reads the rows of `sql` on a pooled connection, within the write timeout.
     func rows(_ sql: SQL, doing action: String) async throws(StoreError) -> [PGRow] {
         do {
-            return try await withTimeout(Self.writeTimeout) { [client, logger] in
+            return try await withTimeout(timeouts.write) { [client, logger] in
                 try await client.rows(sql, logger: logger)
             }.map { $0 }
         } catch {
@@ -156,7 +254,7 @@ public final class PostgresStore: Store {
     /// Runs `body` in one transaction on a pooled connection, within the write timeout.
     func transaction<T: Sendable>(doing action: String, _ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws(StoreError) -> T {
         do {
-            return try await withTimeout(Self.writeTimeout) { [client, logger] in
+            return try await withTimeout(timeouts.write) { [client, logger] in
                 try await client.withConnection { connection in
                     _ = try await connection.query("BEGIN", logger: logger)
                     do {

@@ -1,0 +1,49 @@
+import Foundation
+import IPNTestSupport
+import Testing
+
+/// The feed of two `ipnd serve` nodes on one PostgreSQL database (issue 44): writers of both
+/// nodes commit without waiting for each other, and the node holding the sequencer lock numbers
+/// their events after commit. Driven from outside by tools/cluster_test.py on a private
+/// PostgreSQL server of its own, with three long-polling readers and a delivery target.
+@Suite("The feed of two nodes: numbered after commit", .serialized, .enabled(if: PostgresTestServer.fromEnvironment() != nil))
+struct FeedClusterTests {
+    /// Runs the tool with `arguments`; returns its summary's counts.
+    private func cluster(_ arguments: [String], timeout: Double = 600) async throws -> [String: String] {
+        let result = try await runPythonTool("cluster_test.py", ["--binary", ipndBinary.path] + arguments, timeout: timeout)
+        let summary = result.stdout.split(separator: "\n").last { $0.hasPrefix("cluster-test: ") && $0.contains("=") } ?? ""
+        #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+        #expect(result.stdout.contains("cluster-test: PASS"), "\(result.stdout)")
+        print(summary)
+        return Dictionary(summary.dropFirst("cluster-test: ".count).split(separator: " ").compactMap { pair in
+            let parts = pair.split(separator: "=", maxSplits: 1)
+            return parts.count == 2 ? (String(parts[0]), String(parts[1])) : nil
+        }, uniquingKeysWith: { first, _ in first })
+    }
+
+    @Test("two nodes under load, three long-polling readers and a push target: each reader sees strictly increasing seqs and, at the end, every committed event once; each order's events delivered in seq order, each once")
+    func readersAndDeliveries() async throws {
+        let counts = try await cluster(["--load", "--readers", "3", "--deliveries", "--min-orders", "150"])
+        #expect(counts["feed_readers"] == "3")
+        #expect(counts["feed_seen"] == counts["events"] && Int(counts["events"] ?? "") ?? 0 > 0)
+        #expect(counts["acked_not_stored"] == "0" && counts["wrong_orders"] == "0")
+        #expect(counts["undelivered_events"] == "0" && counts["delivered_twice"] == "0" && counts["orders_out_of_order"] == "0")
+    }
+
+    @Test("kill -9 of a node, then of the node numbering the feed, under load: nothing acknowledged lost, nothing numbered twice, the feed goes on")
+    func killsUnderLoad() async throws {
+        let counts = try await cluster(["--kills", "3", "--kill-sequencer", "3", "--readers", "3", "--deliveries", "--gap", "0.3", "0.8"])
+        #expect(counts["kills"] == "3" && counts["sequencer_kills"] == "3")
+        #expect(counts["acked_not_stored"] == "0" && counts["wrong_orders"] == "0")
+        #expect(counts["feed_seen"] == counts["events"])
+        #expect(counts["undelivered_events"] == "0" && counts["orders_out_of_order"] == "0")
+    }
+
+    @Test("a transaction held open 30 s on the same database does not stop the feed")
+    func longTransaction() async throws {
+        let counts = try await cluster(["--long-transaction", "30", "--readers", "3", "--min-orders", "100"])
+        #expect(Int(counts["seqs_during_long_transaction"] ?? "") ?? 0 > 0)
+        #expect(counts["feed_seen"] == counts["events"])
+        #expect(counts["acked_not_stored"] == "0")
+    }
+}
