@@ -21,8 +21,9 @@ extension BatchRecorder {
                 needed.add(entry)
             }
         }
-        try await lock(factJobs, alsoLocking: [LockKey.order(inquiry.scope, inquiry.orderRef)])
-        let ids = try await allocateIDs(notifications: factJobs.count, orders: factJobs.count, inquiries: 1)
+        let ids = try await lock(
+            factJobs, alsoLocking: [LockKey.order(inquiry.scope, inquiry.orderRef)], notifications: factJobs.count,
+            orders: factJobs.count, inquiries: 1)
         let session = PostgresSession(facts: try await read(needed, lockRows: true), planner: planner, ids: ids)
         let (record, events) = try Recording.recordInquiry(inquiry, in: session)
         try await write(session.rows)
@@ -32,7 +33,7 @@ extension BatchRecorder {
     /// Gives up on the order `claim` holds, under the order's advisory lock. Returns whether it
     /// did and how many events were written.
     func giveUpInquiries(_ claim: InquiryClaim, scope: Scope, orderRef: String) async throws -> (Bool, events: Int) {
-        try await lock([], alsoLocking: [LockKey.order(scope, orderRef)])
+        _ = try await lock([], alsoLocking: [LockKey.order(scope, orderRef)])
         var needed = FactsNeeded()
         needed.addExpectation(scope: scope, orderRef: orderRef)
         let session = PostgresSession(facts: try await read(needed, lockRows: true), planner: planner, ids: AllocatedIDs())

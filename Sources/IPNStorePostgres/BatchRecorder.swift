@@ -20,8 +20,9 @@ enum WriteResult: Sendable {
 /// Records a batch of jobs inside one transaction on `connection`: takes the batch's advisory
 /// locks (sorted, so batches never deadlock on them), reads every fact the batch needs in a few
 /// statements, records each job in order through `Recording` (the planner's decisions turned
-/// into rows, the facts kept current by `BatchFacts`), then writes all rows with one statement
-/// per kind of row, the events queued for the sequencer to number once committed.
+/// into rows, the facts kept current by `BatchFacts`), then writes its rows with one statement
+/// (and one per rare kind), the events queued for the sequencer to number once committed
+/// (`BatchStatements.swift`).
 struct BatchRecorder {
     let connection: PostgresConnection
     let logger: Logger
@@ -32,8 +33,7 @@ struct BatchRecorder {
     var planner: RecordingPlanner { RecordingPlanner(now: now, routes: routes, schedule: schedule) }
 
     func record(_ jobs: [WriteJob]) async throws -> [WriteResult] {
-        try await lock(jobs)
-        let ids = try await allocateIDs(notifications: jobs.count, orders: jobs.count)
+        let ids = try await lock(jobs, notifications: jobs.count, orders: jobs.count)
         let session = PostgresSession(facts: try await read(needed(jobs), lockRows: true), planner: planner, ids: ids)
         let results = try jobs.map { try record($0, in: session) }
         try await write(session.rows)
@@ -69,14 +69,19 @@ struct BatchRecorder {
 
     // MARK: Locks and ids
 
-    /// The advisory locks of every order reference and payment link the batch touches, taken in
-    /// one order for every batch of every node; and, in the same statement, no sequential scans
-    /// for the rest of the transaction. Every read of a batch looks rows up by key, but the
-    /// planner joins a batch's keys to a table it believes small with a hash join over the
-    /// whole table, and a table that grew since its last ANALYZE (a new database filling up, a
-    /// burst) is scanned whole in every batch: at 17,000 orders that was 6 ms a batch, the
-    /// slowest statement of all.
-    func lock(_ jobs: [WriteJob], alsoLocking extraKeys: Set<Int64> = []) async throws {
+    /// Takes the advisory locks of every order reference and payment link the batch touches (and
+    /// `extraKeys`), in one order for every batch of every node; turns sequential scans off for
+    /// the rest of the transaction; and allocates ids for the rows the batch may insert: one
+    /// notification per job, at most one new order per job, `inquiries` inquiry records
+    /// (unused ones are gaps, as with any sequence). One statement (`BatchLock`).
+    ///
+    /// No sequential scans: every read of a batch looks rows up by key, but the planner joins a
+    /// batch's keys to a table it believes small with a hash join over the whole table, and a
+    /// table that grew since its last ANALYZE (a new database filling up, a burst) is scanned
+    /// whole in every batch: at 17,000 orders that was 6 ms a batch, the slowest statement of all.
+    func lock(
+        _ jobs: [WriteJob], alsoLocking extraKeys: Set<Int64> = [], notifications: Int = 0, orders: Int = 0, inquiries: Int = 0
+    ) async throws -> AllocatedIDs {
         var keys = extraKeys
         for job in jobs {
             switch job {
@@ -93,194 +98,97 @@ struct BatchRecorder {
                 break
             }
         }
-        var sql = SQL()
-        sql.append("""
-            SELECT set_config('enable_seqscan', 'off', true), count(pg_advisory_xact_lock(k))
-            FROM unnest(\(sql.bind(keys.sorted()))::bigint[]) AS k
-            """)
-        try await connection.run(sql, logger: logger)
-    }
-
-    /// Ids for the rows the batch may insert, ascending: one notification per job, at most one
-    /// new order per job, and `inquiries` inquiry records. Unused ones are gaps, as with any sequence.
-    func allocateIDs(notifications: Int, orders: Int, inquiries: Int = 0) async throws -> AllocatedIDs {
-        var sql = SQL()
-        sql.append("""
-            SELECT (SELECT array_agg(nextval('notifications_id_seq')) FROM generate_series(1, \(sql.bind(Int64(notifications))))) AS n,
-                   (SELECT array_agg(nextval('orders_id_seq')) FROM generate_series(1, \(sql.bind(Int64(orders))))) AS o,
-                   (SELECT array_agg(nextval('inquiries_id_seq')) FROM generate_series(1, \(sql.bind(Int64(inquiries))))) AS i
-            """)
-        var result = AllocatedIDs()
-        for try await (n, o, i) in try await connection.query(sql.query, logger: logger).decode(([Int64]?, [Int64]?, [Int64]?).self) {
-            result = AllocatedIDs(notifications: (n ?? []).sorted(), orders: (o ?? []).sorted(), inquiries: (i ?? []).sorted())
-        }
-        return result
+        let statement = BatchLock(
+            keys: keys.sorted(), notifications: Int64(notifications), orders: Int64(orders), inquiries: Int64(inquiries))
+        return try await connection.rows(statement, logger: logger).first ?? AllocatedIDs()
     }
 
     // MARK: Reading the facts
 
-    /// Reads what `needed` lists. With `lockRows`, the orders read are locked to the commit
-    /// (`FOR NO KEY UPDATE`: other writers of the order wait; a foreign key check does not).
+    /// Reads what `needed` lists (`BatchFactsRead`, then `BatchDependentFacts` for the orders that
+    /// exist). With `lockRows`, the orders read are locked to the commit (`FOR NO KEY UPDATE`:
+    /// other writers of the order wait; the sequencer's foreign key check does not); without, the
+    /// statements run unprepared (a dry run, rare).
     func read(_ needed: FactsNeeded, lockRows: Bool) async throws -> BatchFacts {
-        let forUpdate = lockRows ? "FOR NO KEY UPDATE" : ""
         let facts = BatchFacts()
-        if !needed.dedupKeys.isEmpty {
-            let keys = Array(needed.dedupKeys)
-            var sql = SQL()
-            let (p, a, k) = (sql.bind(keys.map(\.scope.provider)), sql.bind(keys.map(\.scope.account)), sql.bind(keys.map(\.key)))
-            sql.append("""
-                SELECT d.provider, d.account, d.dedup_key, d.notification_id, n.order_ref AS stored_ref, o.id AS order_id,
-                       o.order_ref AS current_ref, o.state
-                FROM unnest(\(p)::text[], \(a)::text[], \(k)::text[]) AS wanted (provider, account, dedup_key)
-                JOIN dedup_keys d ON d.provider = wanted.provider AND d.account = wanted.account AND d.dedup_key = wanted.dedup_key
-                JOIN notifications n ON n.id = d.notification_id
-                LEFT JOIN orders o ON o.id = n.order_id
-                """)
-            var found = Set<FactsNeeded.ScopedKey>()
-            for row in try await connection.rows(sql, logger: logger) {
-                let key = FactsNeeded.ScopedKey(scope: Scope(provider: try row.text("provider"), account: try row.text("account")),
-                                                key: try row.text("dedup_key"))
-                found.insert(key)
+        let statement = BatchFactsRead(
+            dedupKeys: Array(needed.dedupKeys), orderRefs: Array(needed.orderRefs), linkKeys: Array(needed.linkKeys),
+            waitingLinks: Array(needed.waitingLinks), lock: lockRows)
+        var found: (dedup: Set<FactsNeeded.ScopedKey>, links: Set<FactsNeeded.ScopedKey>) = ([], [])
+        var waiting: [FactsNeeded.ScopedKey: [WaitingNotification]] = [:]
+        var orders: [StoredOrder] = []
+        let rows = lockRows ? try await connection.rows(statement, logger: logger) : try await connection.rows(statement.statement, logger: logger)
+        for row in rows {
+            let kind = try row.text("kind")
+            if kind == "o" {
+                orders.append(try OrderColumns.stored(row))
+                continue
+            }
+            let key = FactsNeeded.ScopedKey(scope: Scope(provider: try row.text("provider"), account: try row.text("account")),
+                                            key: try row.text("key"))
+            switch kind {
+            case "d":
+                found.dedup.insert(key)
                 facts.setFirst(BatchFacts.FirstRow(
                     notificationID: try row.int("notification_id"), storedOrderRef: try row.optionalText("stored_ref"),
-                    orderID: try row.optionalInt("order_id"), currentOrderRef: try row.optionalText("current_ref"),
+                    orderID: try row.optionalInt("order_id"), currentOrderRef: try row.optionalText("order_ref"),
                     orderState: try row.optionalState("state")), scope: key.scope, dedupKey: key.key)
-            }
-            for key in needed.dedupKeys where !found.contains(key) { facts.setFirst(nil, scope: key.scope, dedupKey: key.key) }
-        }
-        if !needed.orderRefs.isEmpty {
-            let keys = Array(needed.orderRefs)
-            var sql = SQL()
-            let (p, a, r) = (sql.bind(keys.map(\.scope.provider)), sql.bind(keys.map(\.scope.account)), sql.bind(keys.map(\.key)))
-            sql.append("""
-                SELECT \(OrderColumns.list.split(separator: ",").map { "o." + $0.trimmingCharacters(in: .whitespacesAndNewlines) }.joined(separator: ", "))
-                FROM unnest(\(p)::text[], \(a)::text[], \(r)::text[]) AS wanted (provider, account, order_ref)
-                JOIN orders o ON o.provider = wanted.provider AND o.account = wanted.account AND o.order_ref = wanted.order_ref
-                ORDER BY o.id
-                \(lockRows ? "FOR NO KEY UPDATE OF o" : "")
-                """)
-            var found = Set<FactsNeeded.ScopedKey>()
-            for row in try await connection.rows(sql, logger: logger) {
-                let order = try OrderColumns.stored(row)
-                found.insert(FactsNeeded.ScopedKey(scope: order.scope, key: order.orderRef))
-                facts.setOrder(order, scope: order.scope, orderRef: order.orderRef)
-            }
-            for key in needed.orderRefs where !found.contains(key) { facts.setOrder(nil, scope: key.scope, orderRef: key.key) }
-        }
-        if !needed.linkKeys.isEmpty {
-            let keys = Array(needed.linkKeys)
-            var sql = SQL()
-            let (p, a, k) = (sql.bind(keys.map(\.scope.provider)), sql.bind(keys.map(\.scope.account)), sql.bind(keys.map(\.key)))
-            sql.append("""
-                SELECT l.provider, l.account, l.link_key, l.order_id
-                FROM unnest(\(p)::text[], \(a)::text[], \(k)::text[]) AS wanted (provider, account, link_key)
-                JOIN payment_links l ON l.provider = wanted.provider AND l.account = wanted.account AND l.link_key = wanted.link_key
-                """)
-            var found = Set<FactsNeeded.ScopedKey>()
-            var linkedOrders = Set<Int64>()
-            for row in try await connection.rows(sql, logger: logger) {
-                let key = FactsNeeded.ScopedKey(scope: Scope(provider: try row.text("provider"), account: try row.text("account")),
-                                                key: try row.text("link_key"))
-                found.insert(key)
-                let orderID = try row.int("order_id")
-                linkedOrders.insert(orderID)
-                facts.setLink(orderID, scope: key.scope, linkKey: key.key)
-            }
-            for key in needed.linkKeys where !found.contains(key) { facts.setLink(nil, scope: key.scope, linkKey: key.key) }
-            let missing = linkedOrders.subtracting(facts.readOrders.compactMap(\.id))
-            if !missing.isEmpty {
-                var orders = SQL()
-                orders.append("SELECT \(OrderColumns.list) FROM orders WHERE id = ANY(\(orders.bind(missing.sorted()))::bigint[]) ORDER BY id \(forUpdate)")
-                for row in try await connection.rows(orders, logger: logger) { facts.setOrder(try OrderColumns.stored(row)) }
+            case "l":
+                found.links.insert(key)
+                facts.setLink(try row.int("order_id"), scope: key.scope, linkKey: key.key)
+            default:
+                waiting[key, default: []].append(
+                    WaitingNotification(id: try row.int("notification_id"), pendingEffect: try row.optionalText("pending_effect")))
             }
         }
-        if !needed.waitingLinks.isEmpty {
-            let keys = Array(needed.waitingLinks)
-            var sql = SQL()
-            let (p, a, k) = (sql.bind(keys.map(\.scope.provider)), sql.bind(keys.map(\.scope.account)), sql.bind(keys.map(\.key)))
-            sql.append("""
-                SELECT n.provider, n.account, n.link_key, n.id, n.pending_effect
-                FROM unnest(\(p)::text[], \(a)::text[], \(k)::text[]) AS wanted (provider, account, link_key)
-                JOIN notifications n ON n.provider = wanted.provider AND n.account = wanted.account AND n.link_key = wanted.link_key
-                WHERE n.verdict = 'unlinked'
-                ORDER BY n.id
-                """)
-            var waiting: [FactsNeeded.ScopedKey: [WaitingNotification]] = [:]
-            for row in try await connection.rows(sql, logger: logger) {
-                let key = FactsNeeded.ScopedKey(scope: Scope(provider: try row.text("provider"), account: try row.text("account")),
-                                                key: try row.text("link_key"))
-                waiting[key, default: []].append(WaitingNotification(id: try row.int("id"), pendingEffect: try row.optionalText("pending_effect")))
-            }
-            for key in needed.waitingLinks { facts.setWaiting(waiting[key] ?? [], scope: key.scope, linkKey: key.key) }
+        for key in needed.dedupKeys where !found.dedup.contains(key) { facts.setFirst(nil, scope: key.scope, dedupKey: key.key) }
+        for key in needed.linkKeys where !found.links.contains(key) { facts.setLink(nil, scope: key.scope, linkKey: key.key) }
+        for key in needed.waitingLinks {
+            facts.setWaiting((waiting[key] ?? []).sorted { $0.id < $1.id }, scope: key.scope, linkKey: key.key)
         }
-        try await readDependentFacts(facts)
+        let byRef = Set(orders.map { FactsNeeded.ScopedKey(scope: $0.scope, key: $0.orderRef) })
+        for order in orders {
+            facts.setOrder(order, scope: order.scope, orderRef: order.orderRef)
+        }
+        for key in needed.orderRefs where !byRef.contains(key) { facts.setOrder(nil, scope: key.scope, orderRef: key.key) }
+        try await readDependentFacts(facts, prepared: lockRows)
         return facts
     }
 
     /// For every order read: its refunds, whether it has a transition (when pending), and its
     /// refunds' currency (when its amount is unknown).
-    private func readDependentFacts(_ facts: BatchFacts) async throws {
+    private func readDependentFacts(_ facts: BatchFacts, prepared: Bool) async throws {
         let orders = facts.readOrders
         guard !orders.isEmpty else { return }
         let ids = orders.compactMap(\.id)
+        let statement = BatchDependentFacts(
+            orders: ids, pending: orders.filter(FactsReading.needsTransitionCheck).compactMap(\.id),
+            unknownAmount: orders.filter(FactsReading.needsRefundCurrency).compactMap(\.id))
         var refunds: [Int64: [StoredRefund]] = [:]
-        var sql = SQL()
-        sql.append("SELECT order_id, refund_id, amount_minor FROM refunds WHERE order_id = ANY(\(sql.bind(ids))::bigint[])")
-        for row in try await connection.rows(sql, logger: logger) {
-            refunds[try row.int("order_id"), default: []].append(
-                StoredRefund(refundID: try row.text("refund_id"), amountMinor: try row.optionalInt("amount_minor")))
+        var transitions = Set<Int64>()
+        var currencies: [Int64: String] = [:]
+        let rows = prepared ? try await connection.rows(statement, logger: logger) : try await connection.rows(statement.statement, logger: logger)
+        for row in rows {
+            let orderID = try row.int("order_id")
+            switch try row.text("kind") {
+            case "r": refunds[orderID, default: []].append(StoredRefund(refundID: try row.text("text"), amountMinor: try row.optionalInt("amount_minor")))
+            case "t": transitions.insert(orderID)
+            default: currencies[orderID] = try row.text("text")
+            }
         }
         for id in ids { facts.setRefunds(refunds[id] ?? [], orderID: id) }
-
-        let pending = orders.filter(FactsReading.needsTransitionCheck).compactMap(\.id)
-        if !pending.isEmpty {
-            var sql = SQL()
-            sql.append("SELECT DISTINCT order_id FROM transitions WHERE order_id = ANY(\(sql.bind(pending))::bigint[])")
-            var with = Set<Int64>()
-            for row in try await connection.rows(sql, logger: logger) { with.insert(try row.int("order_id")) }
-            for id in pending { facts.setHasTransitions(with.contains(id), orderID: id) }
-        }
-        let unknownAmount = orders.filter(FactsReading.needsRefundCurrency).compactMap(\.id)
-        if !unknownAmount.isEmpty {
-            var sql = SQL()
-            sql.append("""
-                SELECT DISTINCT ON (order_id) order_id, currency FROM notifications
-                WHERE order_id = ANY(\(sql.bind(unknownAmount))::bigint[]) AND kind = 'refund' AND verdict = 'applied'
-                  AND currency IS NOT NULL
-                ORDER BY order_id, id
-                """)
-            var currencies: [Int64: String] = [:]
-            for row in try await connection.rows(sql, logger: logger) { currencies[try row.int("order_id")] = try row.text("currency") }
-            for id in unknownAmount { facts.setRefundCurrency(currencies[id], orderID: id) }
-        }
+        for id in statement.pending { facts.setHasTransitions(transitions.contains(id), orderID: id) }
+        for id in statement.unknownAmount { facts.setRefundCurrency(currencies[id], orderID: id) }
     }
 
     // MARK: Writing the rows
 
+    /// Writes the batch's rows: the common ones with one statement (`BatchWrite`), the events
+    /// queued for the sequencer (`EventSequencer`), which numbers them once this transaction
+    /// committed; then the rare ones.
     func write(_ rows: PostgresRows) async throws {
-        try await rows.write(connection: connection, logger: logger)
-        try await writeEvents(rows.events)
-    }
-
-    /// The events, queued for the sequencer (`EventSequencer`), which numbers them once this
-    /// transaction committed: each takes the next row id in the order it was written, and the
-    /// order's lock this transaction holds keeps one order's rows in commit order.
-    private func writeEvents(_ events: [EventRow]) async throws {
-        guard !events.isEmpty else { return }
-        let shape = RowShape(table: "events_unsequenced", columns: EventRow.shape.columns + [("targets", .text)])
-        var batch = ColumnBatch(shape.columns.count)
-        for event in events { batch.add(event.values + [.text(event.targets.joined(separator: ","))]) }
-        var sql = SQL()
-        let arrays = batch.bindColumns(into: &sql, shape: shape)
-        let names = (1...shape.columns.count).map { "c\($0)" }
-        // Delivery target names are [a-z0-9_-]: a comma separates them.
-        sql.append("""
-            INSERT INTO events_unsequenced (row_id, \(EventRow.shape.columnList), targets)
-            SELECT nextval('events_row_ids'), \(names.dropLast().joined(separator: ", ")), string_to_array(\(names.last ?? "''"), ',')
-            FROM unnest(\(arrays)) WITH ORDINALITY AS u (\(names.joined(separator: ", ")), position)
-            ORDER BY position
-            """)
-        try await connection.run(sql, logger: logger)
+        _ = try await connection.execute(rows.common, logger: logger)
+        try await rows.writeRare(connection: connection, logger: logger)
     }
 }
 
@@ -324,15 +232,6 @@ struct ColumnBatch {
             placeholders.append("\(placeholder)::\(types[index])[]")
         }
         return placeholders.joined(separator: ", ")
-    }
-
-    /// `head` (an `INSERT INTO table (columns)`) with the rows, through one statement.
-    func insert(_ head: String, types: [String], suffix: String = "", connection: PostgresConnection, logger: Logger) async throws {
-        var sql = SQL()
-        let columns = bindColumns(into: &sql, types: types)
-        let names = (1...types.count).map { "c\($0)" }.joined(separator: ", ")
-        sql.append("\(head) SELECT \(names) FROM unnest(\(columns)) AS u (\(names)) \(suffix)")
-        try await connection.run(sql, logger: logger)
     }
 }
 

@@ -88,8 +88,8 @@ private struct IDPool {
     }
 }
 
-/// A batch's rows, collected in the order `Recording` wrote them, written with one statement
-/// per kind of row (its shape's columns as arrays, expanded with `unnest`).
+/// A batch's rows, collected in the order `Recording` wrote them: the common kinds written with
+/// one statement (`BatchWrite`), the rare ones with one statement per kind after it.
 final class PostgresRows {
     /// New orders, each as the batch leaves it (a later update of one is folded into its insert).
     private(set) var orderInserts: [OrderRow] = []
@@ -101,10 +101,10 @@ final class PostgresRows {
     /// The events, in the order they were written.
     var events: [EventRow] = []
 
-    /// The other kinds of rows, in the order they are written: what a row names is written before it.
-    static let order: [any StoreRow.Type] = [
-        NotificationRow.self, TransitionRow.self, RefundRow.self, DedupKeyRow.self, LinkRow.self, AdoptedDuplicatesRow.self,
-        WaitingAppliedRow.self, WaitingUnreadableRow.self, OrderScheduleRow.self, InquiryRow.self,
+    /// The rare kinds, in the order they are written: what a row names is written before it, and
+    /// the duplicates adopted and the waiting notifications applied include those the batch inserted.
+    static let rare: [any StoreRow.Type] = [
+        AdoptedDuplicatesRow.self, WaitingAppliedRow.self, WaitingUnreadableRow.self, OrderScheduleRow.self, InquiryRow.self,
     ]
 
     func insertOrder(_ row: OrderRow) {
@@ -128,13 +128,19 @@ final class PostgresRows {
         buckets[ObjectIdentifier(Row.self), default: (Row.shape, [])].rows.append(row.values)
     }
 
-    /// Writes every row but the events.
-    func write(connection: PostgresConnection, logger: Logger) async throws {
-        if !orderInserts.isEmpty { try await Self.run(OrderRow.shape, orderInserts.map(\.values), connection: connection, logger: logger) }
-        if !orderUpdates.isEmpty {
-            try await Self.run(OrderUpdateRow.shape, orderUpdates.map(\.values), connection: connection, logger: logger)
-        }
-        for type in Self.order {
+    private func rows<Row: StoreRow>(_ type: Row.Type) -> [[RowValue]] { buckets[ObjectIdentifier(type)]?.rows ?? [] }
+
+    /// The common rows, as one statement.
+    var common: BatchWrite {
+        BatchWrite(
+            orderInserts: orderInserts.map(\.values), orderUpdates: orderUpdates.map(\.values), notifications: rows(NotificationRow.self),
+            transitions: rows(TransitionRow.self), refunds: rows(RefundRow.self), dedupKeys: rows(DedupKeyRow.self),
+            links: rows(LinkRow.self), events: events.map { $0.values + [.text($0.targets.joined(separator: ","))] })
+    }
+
+    /// Writes the rare rows, one statement per kind present.
+    func writeRare(connection: PostgresConnection, logger: Logger) async throws {
+        for type in Self.rare {
             guard let bucket = buckets[ObjectIdentifier(type)] else { continue }
             try await Self.run(bucket.shape, bucket.rows, connection: connection, logger: logger)
         }
