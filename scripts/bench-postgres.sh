@@ -11,9 +11,10 @@
 #   3. and 4. the same two once a second PostgreSQL server on this machine streams the primary's
 #      WAL and the primary waits for it (synchronous_standby_names, as deploy/README.md
 #      recommends); STANDBY=0 skips them.
-# For each pass it prints requests/s and latency, where the CPU went, PostgreSQL's CPU per
-# notification (its processes' ticks from /proc: the primary, and the standby), the statements
-# and their execution time per notification (pg_stat_statements), and the time backends spent
+# For each pass it prints requests/s and latency, ipnd's CPU per notification, PostgreSQL's CPU per
+# notification (its processes' ticks from /proc: the primary, and the standby), the top-level
+# statements, the nested ones (foreign key checks, one per referencing row) and the top-level
+# execution time per notification (pg_stat_statements), and the time backends spent
 # waiting, by wait event, sampled every SAMPLE_MS (pg_stat_activity; `Lock:*` are lock waits,
 # `IPC:SyncRep` the standby's acknowledgement), per notification. Then it checks each database:
 # one applied notification per unique request, none twice, one event per transition, every
@@ -150,8 +151,9 @@ stop_sampler() {
 measure() {
     local name=$1 database=$2 nodes=$3
     shift 3
-    local sets=("$@") index pid primary0 primary1 standby0=0 standby1=0 port
+    local sets=("$@") index pid primary0 primary1 standby0=0 standby1=0 port ipnd0=0 ipnd1=0
     wait_for_quiet
+    for pid in "${NODES[@]}"; do ipnd0=$((ipnd0 + $(process_ticks "$pid"))); done
     psql --dbname="$database" -c "SELECT pg_stat_statements_reset()" >/dev/null
     primary0=$(postgres_ticks "$IPND_TEST_PG_DATA")
     [ "$STANDBY_UP" = 1 ] && standby0=$(postgres_ticks "$STANDBY_DIR/data")
@@ -167,6 +169,7 @@ measure() {
     done
     for index in $(seq 0 $((nodes - 1))); do eval "wait \$WRK_$index" || true; done
     stop_sampler
+    for pid in "${NODES[@]}"; do ipnd1=$((ipnd1 + $(process_ticks "$pid"))); done
     primary1=$(postgres_ticks "$IPND_TEST_PG_DATA")
     [ "$STANDBY_UP" = 1 ] && standby1=$(postgres_ticks "$STANDBY_DIR/data")
     local requests=0 rps=0 p50=0 p99=0 p999=0 non2xx=0 errors=0 result
@@ -182,9 +185,22 @@ measure() {
             + $(field timeouts "$result")))
     done
     local statements waits
+    # Top-level statements (the nested ones are mostly the foreign keys' checks, one per row),
+    # and the execution time of all.
     statements=$(psql --dbname="$database" --field-separator=' ' -c "
-        SELECT coalesce(sum(calls), 0), coalesce(sum(total_exec_time), 0) FROM pg_stat_statements
+        SELECT coalesce(sum(calls) FILTER (WHERE toplevel), 0), coalesce(sum(calls) FILTER (WHERE NOT toplevel), 0),
+               coalesce(sum(total_exec_time) FILTER (WHERE toplevel), 0) FROM pg_stat_statements
         WHERE dbid = (SELECT oid FROM pg_database WHERE datname = '$database')")
+    local top nested exec
+    read -r top nested exec <<<"$statements"
+    # Where PostgreSQL's time went: the statements with the most execution time, per notification.
+    psql --dbname="$database" --field-separator=' | ' -c "
+        SELECT lpad(round(total_exec_time * 1000 / greatest($requests, 1))::text, 6) || ' us/n', lpad(calls::text, 8) || ' calls',
+               lpad(round(total_exec_time * 1000 / greatest(calls, 1))::text, 6) || ' us/call', CASE WHEN toplevel THEN 'top' ELSE 'nested' END,
+               left(regexp_replace(query, '\s+', ' ', 'g'), 90)
+        FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = '$database')
+        ORDER BY total_exec_time DESC LIMIT 12" >"$WORK/$name.statements"
+    sed 's/^/   /' "$WORK/$name.statements" >&2
     # Backend-seconds per wait event over the pass, as microseconds per notification.
     waits=$(psql --dbname="$IPND_TEST_PG_DATABASE" --field-separator=' ' -c "
         SELECT string_agg(wait || '=' || round(sum * $SAMPLE_MS * 1000.0 / greatest($requests, 1))::text, ' ' ORDER BY sum DESC)
@@ -192,10 +208,12 @@ measure() {
     local hz
     hz=$(getconf CLK_TCK)
     echo "RESULT name=$name requests=$requests rps=$rps p50_ms=$p50 p99_ms=$p99 p999_ms=$p999 non2xx=$non2xx errors=$errors" \
+        "ipnd_cpu_us=$(awk -v t=$((ipnd1 - ipnd0)) -v n="$requests" -v hz="$hz" 'BEGIN { printf "%.0f", n ? t / hz / n * 1e6 : 0 }')" \
         "pg_cpu_us=$(awk -v t=$((primary1 - primary0)) -v n="$requests" -v hz="$hz" 'BEGIN { printf "%.0f", n ? t / hz / n * 1e6 : 0 }')" \
         "standby_cpu_us=$(awk -v t=$((standby1 - standby0)) -v n="$requests" -v hz="$hz" 'BEGIN { printf "%.0f", n ? t / hz / n * 1e6 : 0 }')" \
-        "statements=$(awk -v c="${statements%% *}" -v n="$requests" 'BEGIN { printf "%.2f", n ? c / n : 0 }')" \
-        "exec_us=$(awk -v t="${statements##* }" -v n="$requests" 'BEGIN { printf "%.0f", n ? t * 1000 / n : 0 }')" \
+        "statements=$(awk -v c="$top" -v n="$requests" 'BEGIN { printf "%.2f", n ? c / n : 0 }')" \
+        "nested=$(awk -v c="$nested" -v n="$requests" 'BEGIN { printf "%.2f", n ? c / n : 0 }')" \
+        "exec_us=$(awk -v t="$exec" -v n="$requests" 'BEGIN { printf "%.0f", n ? t * 1000 / n : 0 }')" \
         "waits_us=[${waits// /,}]" | tee "$WORK/$name.result"
 }
 
@@ -287,15 +305,15 @@ done
 
 row() {
     local r=$1
-    printf '%-22s %10s %8s %8s %9s %7s %8s %8s %10s %8s  %s\n' "$2" "$(field rps "$r")" "$(field p50_ms "$r")" "$(field p99_ms "$r")" \
-        "$(field p999_ms "$r")" "$(($(field non2xx "$r") + $(field errors "$r")))" "$(field pg_cpu_us "$r")" "$(field standby_cpu_us "$r")" \
-        "$(field statements "$r")" "$(field exec_us "$r")" "$(field waits_us "$r")"
+    printf '%-24s %10s %7s %7s %8s %6s %7s %7s %7s %7s %7s %7s  %s\n' "$2" "$(field rps "$r")" "$(field p50_ms "$r")" "$(field p99_ms "$r")" \
+        "$(field p999_ms "$r")" "$(($(field non2xx "$r") + $(field errors "$r")))" "$(field ipnd_cpu_us "$r")" "$(field pg_cpu_us "$r")" "$(field standby_cpu_us "$r")" \
+        "$(field statements "$r")" "$(field nested "$r")" "$(field exec_us "$r")" "$(field waits_us "$r")"
 }
 result_of() { cat "$WORK/$1.result" 2>/dev/null || echo "RESULT"; }
 cat <<EOF
 
 == ipnd on PostgreSQL ($(nproc) cores: ipnd, PostgreSQL and wrk on the same machine; pool_size $POOL_SIZE, max_batch $MAX_BATCH, ${DURATION}s per pass)
-                       requests/s   p50 ms   p99 ms  p99.9 ms  errors  pg µs/n  stby µs/n  stmts/n  exec µs/n  waits, backend-µs per notification
+                         requests/s  p50 ms  p99 ms p99.9 ms errors ipnd µs/n pg µs/n stby µs/n stmts/n nested/n exec µs/n  waits (backend-µs per notification)
 $(row "$(result_of one)" "one node")
 $(row "$(result_of two)" "two nodes")
 $(if [ "$STANDBY" = 1 ]; then row "$(result_of sync_one)" "one node, sync standby"; row "$(result_of sync_two)" "two nodes, sync standby"; fi)

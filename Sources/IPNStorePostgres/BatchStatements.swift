@@ -89,31 +89,39 @@ struct BatchFactsRead: PostgresPreparedStatement {
             default: "NULL::\(column.type) AS \(column.name)"
             }
         }.joined(separator: ", ")
+        // Each wanted key is looked up on its own (LATERAL, fenced by LIMIT or OFFSET), and the
+        // orders to lock by their ids: a plan that joins the keys to a whole table, which a
+        // generic plan made while a table was small would otherwise keep, never happens.
         sql.append("""
             WITH wanted_dedup AS (\(dedup)), wanted_orders AS (\(orders)), wanted_links AS (\(links)), wanted_waiting AS (\(waiting)),
             links AS (
-                SELECT l.provider, l.account, l.link_key, l.order_id FROM wanted_links w
-                JOIN payment_links l ON l.provider = w.provider AND l.account = w.account AND l.link_key = w.key
+                SELECT l.provider, l.account, l.link_key, l.order_id FROM wanted_links w,
+                LATERAL (SELECT * FROM payment_links l
+                         WHERE l.provider = w.provider AND l.account = w.account AND l.link_key = w.key LIMIT 1) AS l
             ), locked AS (
                 SELECT o.id, o.provider, o.account, \(tail.map { "o.\($0.name)" }.joined(separator: ", ")) FROM orders o
-                WHERE o.id IN (SELECT r.id FROM wanted_orders w
-                               JOIN orders r ON r.provider = w.provider AND r.account = w.account AND r.order_ref = w.key)
-                   OR o.id IN (SELECT order_id FROM links)
+                WHERE o.id = ANY (ARRAY(
+                    SELECT r.id FROM wanted_orders w,
+                    LATERAL (SELECT r.id FROM orders r
+                             WHERE r.provider = w.provider AND r.account = w.account AND r.order_ref = w.key LIMIT 1) AS r
+                    UNION SELECT order_id FROM links))
                 ORDER BY o.id \(lock ? "FOR NO KEY UPDATE OF o" : "")
             )
             SELECT 'd' AS kind, d.dedup_key AS key, d.notification_id, n.order_ref AS stored_ref, o.id AS order_id,
                    NULL::text AS pending_effect, NULL::bigint AS id, d.provider, d.account, \(dedupTail)
-            FROM wanted_dedup w
-            JOIN dedup_keys d ON d.provider = w.provider AND d.account = w.account AND d.dedup_key = w.key
+            FROM wanted_dedup w,
+            LATERAL (SELECT * FROM dedup_keys d
+                     WHERE d.provider = w.provider AND d.account = w.account AND d.dedup_key = w.key LIMIT 1) AS d
             JOIN notifications n ON n.id = d.notification_id
             LEFT JOIN orders o ON o.id = n.order_id
             UNION ALL
             SELECT 'l', link_key, NULL, NULL, order_id, NULL, NULL, provider, account, \(nullTail) FROM links
             UNION ALL
             SELECT 'w', n.link_key, n.id, NULL, NULL, n.pending_effect, NULL, n.provider, n.account, \(nullTail)
-            FROM wanted_waiting w
-            JOIN notifications n ON n.provider = w.provider AND n.account = w.account AND n.link_key = w.key
-            WHERE n.verdict = 'unlinked'
+            FROM wanted_waiting w,
+            LATERAL (SELECT * FROM notifications n
+                     WHERE n.provider = w.provider AND n.account = w.account AND n.link_key = w.key AND n.verdict = 'unlinked'
+                     OFFSET 0) AS n
             UNION ALL
             SELECT 'o', NULL, NULL, NULL, NULL, NULL, id, provider, account, \(tail.map(\.name).joined(separator: ", ")) FROM locked
             """)

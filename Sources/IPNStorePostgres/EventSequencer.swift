@@ -48,6 +48,9 @@ final class EventSequencer: Sendable {
     static let idlePoll: Duration = .milliseconds(10)
     /// How often another node tries to take the lock.
     static let takeoverInterval: Duration = .seconds(1)
+    /// The shortest time from one round to the next while rounds find rows: a round costs a
+    /// commit whatever it numbers, and the feed can wait this long.
+    static let roundInterval: Duration = .milliseconds(10)
     /// How long one statement (or one round, BEGIN to COMMIT) may take before the connection is
     /// given up: a connection the server dropped can leave a query unanswered for good
     /// (postgres-nio), and a connection given up releases the lock for another node.
@@ -174,6 +177,11 @@ final class EventSequencer: Sendable {
             scan.numbered(moved.rowIDs, at: now)
             if !moved.rowIDs.isEmpty { feed.signal() }
             busy = !moved.rowIDs.isEmpty
+            // Each round is a commit (a WAL flush, and the standby's acknowledgement): under load,
+            // rounds come at most every `roundInterval`, each taking what committed meanwhile.
+            if busy, moved.rowIDs.count < Self.roundLimit, !stopping {
+                try? await Task.sleep(until: now + Self.roundInterval, clock: .continuous)
+            }
         }
     }
 
@@ -194,9 +202,9 @@ final class EventSequencer: Sendable {
     }
 
     static func anyWaiting(after from: Int64, connection: PostgresConnection, logger: Logger) async throws -> Bool {
-        var sql = SQL()
-        sql.append("SELECT EXISTS (SELECT 1 FROM events_unsequenced WHERE row_id > \(sql.bind(from)))")
-        return try await bool(sql, connection: connection, logger: logger)
+        try await bounded(connection) {
+            try await connection.rows(SequencerProbe(from: from), logger: logger).first ?? false
+        }
     }
 
     private static func bool(_ sql: SQL, connection: PostgresConnection, logger: Logger) async throws -> Bool {
@@ -225,7 +233,8 @@ final class EventSequencer: Sendable {
 
     /// One round, in its own transaction on `connection` (which must hold the sequencer lock):
     /// numbers the committed rows above `from` (at most `roundLimit`), and every older row of
-    /// their orders, in row-id order; moves them into `events` with their deliveries; notifies.
+    /// their orders, in row-id order; moves them into `events` with their deliveries; notifies
+    /// (`SequencerRound`).
     static func round(after from: Int64, connection: PostgresConnection, logger: Logger) async throws -> Round {
         try await bounded(connection) { try await roundUnbounded(after: from, connection: connection, logger: logger) }
     }
@@ -235,37 +244,8 @@ final class EventSequencer: Sendable {
         do {
             // Writers of an earlier ipnd take seqs under this lock, held to their commit.
             try await connection.run(SQL("SELECT pg_advisory_xact_lock(\(PostgresSchema.eventLock))"), logger: logger)
-            var sql = SQL()
-            let (fromParameter, limitParameter) = (sql.bind(from), sql.bind(roundLimit))
-            let columns = EventRow.shape.columnList
-            sql.append("""
-                WITH fresh AS (
-                    SELECT row_id, order_id FROM events_unsequenced WHERE row_id > \(fromParameter) ORDER BY row_id LIMIT \(limitParameter)
-                ), picked AS (
-                    SELECT row_id FROM fresh
-                    UNION
-                    SELECT q.row_id FROM events_unsequenced q
-                    WHERE q.order_id IN (SELECT order_id FROM fresh) AND q.row_id <= \(fromParameter)
-                ), numbered AS (
-                    SELECT row_id, nextval('events_seq') AS seq FROM picked ORDER BY row_id
-                ), moved AS (
-                    DELETE FROM events_unsequenced q USING numbered n WHERE q.row_id = n.row_id
-                    RETURNING n.seq, q.*
-                ), inserted AS (
-                    INSERT INTO events (seq, \(columns)) SELECT seq, \(columns) FROM moved
-                ), owed AS (
-                    INSERT INTO deliveries (\(DeliveryRow.shape.columnList))
-                    SELECT t.target, m.seq, m.order_id, 'pending', m.occurred_at, m.occurred_at
-                    FROM moved m, unnest(m.targets) AS t (target)
-                ), notified AS (
-                    SELECT pg_notify('\(channel)', max(seq)::text) FROM moved HAVING count(*) > 0
-                )
-                SELECT coalesce(array_agg(row_id ORDER BY row_id), '{}') AS row_ids, coalesce(max(seq), 0) AS newest,
-                       (SELECT count(*) FROM notified) AS notified
-                FROM moved
-                """)
             var round = Round()
-            for try await (rowIDs, newest, _) in try await connection.query(sql.query, logger: logger).decode(([Int64], Int64, Int64).self) {
+            for (rowIDs, newest) in try await connection.rows(SequencerRound(from: from, limit: roundLimit), logger: logger) {
                 round = Round(rowIDs: rowIDs, newest: newest)
             }
             _ = try await connection.query("COMMIT", logger: logger)
@@ -332,4 +312,74 @@ struct ScanState: Sendable {
         gaps = gaps.filter { now - $0.value < EventSequencer.gapPatience }
         if gaps.count > Self.maxGaps { gaps = [:] }
     }
+}
+
+/// A round's statement (`EventSequencer.round`), prepared once on the sequencer's connection.
+/// Every row it touches is found through the queue's indexes (by row id; by order, for the
+/// older rows of the orders it numbers), never by reading the table, which holds the dead rows
+/// of every round until autovacuum comes.
+struct SequencerRound: PostgresPreparedStatement {
+    typealias Row = ([Int64], Int64)
+    var from: Int64 = 0
+    var limit: Int64 = 0
+
+    static let sql = SequencerRound().statement.text
+
+    var statement: SQL {
+        var sql = SQL()
+        let (fromParameter, limitParameter) = (sql.bind(from), sql.bind(limit))
+        let columns = EventRow.shape.columnList
+        sql.append("""
+            WITH fresh AS (
+                SELECT row_id, order_id FROM events_unsequenced WHERE row_id > \(fromParameter) ORDER BY row_id LIMIT \(limitParameter)
+            ), picked AS (
+                SELECT row_id FROM fresh
+                UNION
+                SELECT q.row_id FROM (SELECT DISTINCT order_id FROM fresh) AS f,
+                LATERAL (SELECT q.row_id FROM events_unsequenced q
+                         WHERE q.order_id = f.order_id AND q.row_id <= \(fromParameter) OFFSET 0) AS q
+            ), numbered AS (
+                SELECT row_id, nextval('events_seq') AS seq FROM picked ORDER BY row_id
+            ), deleted AS (
+                DELETE FROM events_unsequenced q WHERE q.row_id = ANY (ARRAY(SELECT row_id FROM numbered)) RETURNING q.*
+            ), moved AS (
+                SELECT n.seq, d.* FROM deleted d JOIN numbered n ON n.row_id = d.row_id
+            ), inserted AS (
+                INSERT INTO events (seq, \(columns)) SELECT seq, \(columns) FROM moved
+            ), owed AS (
+                INSERT INTO deliveries (\(DeliveryRow.shape.columnList))
+                SELECT t.target, m.seq, m.order_id, 'pending', m.occurred_at, m.occurred_at
+                FROM moved m, unnest(m.targets) AS t (target)
+            ), notified AS (
+                SELECT pg_notify('\(EventSequencer.channel)', max(seq)::text) FROM moved HAVING count(*) > 0
+            )
+            SELECT coalesce(array_agg(row_id ORDER BY row_id), '{}') AS row_ids, coalesce(max(seq), 0) AS newest,
+                   (SELECT count(*) FROM notified) AS notified
+            FROM moved
+            """)
+        return sql
+    }
+
+    func makeBindings() throws -> PostgresBindings { statement.bindings }
+
+    func decodeRow(_ row: PostgresRow) throws -> ([Int64], Int64) {
+        let (rowIDs, newest, _) = try row.decode(([Int64], Int64, Int64).self)
+        return (rowIDs, newest)
+    }
+}
+
+/// Whether any row waits above `from` (one index entry read).
+struct SequencerProbe: PostgresPreparedStatement {
+    typealias Row = Bool
+    var from: Int64 = 0
+
+    static let sql = "SELECT EXISTS (SELECT 1 FROM events_unsequenced WHERE row_id > $1::bigint)"
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings()
+        bindings.append(from)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Bool { try row.decode(Bool.self) }
 }

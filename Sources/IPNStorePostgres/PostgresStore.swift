@@ -55,7 +55,7 @@ public final class PostgresStore: Store {
     /// false, in which case the schema must be this version's, and starts the writers.
     /// - Parameters:
     ///   - location: how logs name the database (no password).
-    ///   - writers: connections writing notification batches concurrently.
+    ///   - writers: connections writing notification batches concurrently (1 by default).
     ///   - sequencing: whether this store takes part in numbering the feed (`ipnd serve`); a
     ///     command's store does not, on a connection of its own.
     public static func open(
@@ -79,7 +79,11 @@ public final class PostgresStore: Store {
             await task.value
             throw error
         }
-        let writerCount = writers ?? max(1, min(4, poolSize / 4))
+        // One writer: it takes every notification waiting when it starts a batch, so batches grow
+        // with the load and each costs its statements and its commit once; on a 2-core host,
+        // one writer per node recorded 10-25 % more per second than two, at a lower p99
+        // (docs/benchmarks.md).
+        let writerCount = writers ?? 1
         return PostgresStore(
             client: client, task: task, location: location, maxBatch: maxBatch, writers: writerCount, sequencing: sequencing,
             timeouts: timeouts, logger: logger)

@@ -232,10 +232,22 @@ final class WriteStatements {
     func statement<Row: StoreRow>(writing row: Row.Type) throws -> Statement {
         let key = ObjectIdentifier(row)
         if let statement = writing[key] { return statement }
-        let statement = try db.cachedStatement(sql: Row.shape.sqliteSQL)
+        let statement = try db.cachedStatement(sql: RowSQL.texts[key] ?? Row.shape.sqliteSQL)
         writing[key] = statement
         return statement
     }
+}
+
+/// The statements that write the write path's rows, made from their shapes once per process.
+enum RowSQL {
+    static let texts: [ObjectIdentifier: String] = {
+        let rows: [any StoreRow.Type] = [
+            OrderRow.self, OrderUpdateRow.self, OrderScheduleRow.self, NotificationRow.self, TransitionRow.self, RefundRow.self,
+            DedupKeyRow.self, LinkRow.self, AdoptedDuplicatesRow.self, WaitingAppliedRow.self, WaitingUnreadableRow.self,
+            EventRow.self, DeliveryRow.self, InquiryRow.self,
+        ]
+        return Dictionary(uniqueKeysWithValues: rows.map { (ObjectIdentifier($0), $0.shape.sqliteSQL) })
+    }()
 }
 
 extension RowShape {

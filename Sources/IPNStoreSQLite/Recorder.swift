@@ -11,6 +11,7 @@ struct SQLiteSession: RecordingSession {
 
     var facts: SQLiteFactsReader { SQLiteFactsReader(tx: tx) }
     var planner: RecordingPlanner { tx.planner }
+    var now: String { tx.now }
 
     /// The id SQLite would give the next inquiry row (one writer: nothing else inserts meanwhile).
     func nextInquiryID() throws -> Int64 {

@@ -21,6 +21,8 @@ public protocol RecordingSession: RowWriter {
     associatedtype Facts: FactsReader
     var facts: Facts { get }
     var planner: RecordingPlanner { get }
+    /// The transaction's time (`Timestamp` text): the planner's `now`.
+    var now: String { get }
     /// An id for the inquiry being recorded (its notifications name it before its row is written).
     func nextInquiryID() throws -> Int64
     /// Told after each plan's rows are written, with the ids they got.
@@ -28,6 +30,7 @@ public protocol RecordingSession: RowWriter {
 }
 
 extension RecordingSession {
+    public var now: String { planner.now }
     public func wrote(_ plan: WritePlan, notificationID: Int64?, orderID: Int64?) {}
 }
 
@@ -50,9 +53,12 @@ public struct PreparedEntry: Sendable {
 
 /// Everything after the planner, once for every backend: a plan turned into rows, in the order
 /// their references need, and the routines that record a notification, an expectation, an
-/// inquiry and a give-up inside a backend's write transaction.
+/// inquiry and a give-up inside a backend's write transaction. The per-notification ones are
+/// `@inlinable`: each backend's compiler specializes them for its session (SQLite's write path
+/// counts instructions).
 public enum Recording {
     /// The plan for `entry`, from the facts as `session` reads them; writes nothing.
+    @inlinable
     public static func plan(_ prepared: PreparedEntry, in session: some RecordingSession) throws -> WritePlan {
         let planner = session.planner
         switch prepared.entry {
@@ -66,11 +72,13 @@ public enum Recording {
     }
 
     /// Records `entry`: plans it and writes the plan.
+    @inlinable
     public static func record(_ prepared: PreparedEntry, in session: some RecordingSession) throws -> RecordOutcome {
         try write(plan(prepared, in: session), in: session)
     }
 
     /// Registers the amount and currency `orderRef` must be paid with.
+    @inlinable
     public static func setExpectation(_ amount: Money, scope: Scope, orderRef: String, in session: some RecordingSession) throws
         -> ExpectationOutcome
     {
@@ -82,8 +90,9 @@ public enum Recording {
 
     /// Writes `plan`'s rows: the order, the notification, then the rows that name them. Returns
     /// the plan's outcome with the notification's id.
+    @inlinable
     public static func write(_ plan: WritePlan, in session: some RecordingSession) throws -> RecordOutcome {
-        let now = session.planner.now
+        let now = session.now
         var orderID: Int64?
         switch plan.order {
         case .insert(let order)?:
@@ -168,7 +177,7 @@ public enum Recording {
         if case .facts(let facts, let answer) = inquiry.result {
             for fact in facts {
                 let request = ReceivedRequest(
-                    provider: inquiry.scope.provider, account: inquiry.scope.account, receivedAt: session.planner.now, clientIP: nil,
+                    provider: inquiry.scope.provider, account: inquiry.scope.account, receivedAt: session.now, clientIP: nil,
                     target: inquiry.url, headers: answer.headers, body: answer.body, inquiryID: inquiryID)
                 let plan = try plan(PreparedEntry(.verified(request, fact)), in: session)
                 guard InquiryPlanning.writes(plan, fact: fact) else { continue }
