@@ -8,17 +8,8 @@ import Testing
 /// PostgreSQL server of its own, with three long-polling readers and a delivery target.
 @Suite("The feed of two nodes: numbered after commit", .serialized, .enabled(if: PostgresTestServer.fromEnvironment() != nil))
 struct FeedClusterTests {
-    /// Runs the tool with `arguments`; returns its summary's counts.
     private func cluster(_ arguments: [String], timeout: Double = 600) async throws -> [String: String] {
-        let result = try await runPythonTool("cluster_test.py", ["--binary", ipndBinary.path] + arguments, timeout: timeout)
-        let summary = result.stdout.split(separator: "\n").last { $0.hasPrefix("cluster-test: ") && $0.contains("=") } ?? ""
-        #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
-        #expect(result.stdout.contains("cluster-test: PASS"), "\(result.stdout)")
-        print(summary)
-        return Dictionary(summary.dropFirst("cluster-test: ".count).split(separator: " ").compactMap { pair in
-            let parts = pair.split(separator: "=", maxSplits: 1)
-            return parts.count == 2 ? (String(parts[0]), String(parts[1])) : nil
-        }, uniquingKeysWith: { first, _ in first })
+        try await clusterTest(arguments, timeout: timeout)
     }
 
     @Test("two nodes under load, three long-polling readers and a push target: each reader sees strictly increasing seqs and, at the end, every committed event once; each order's events delivered in seq order, each once")
