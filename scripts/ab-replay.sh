@@ -1,4 +1,17 @@
 #!/usr/bin/env bash
+##===----------------------------------------------------------------------===##
+##
+## This source file is part of the ipnd open source project
+##
+## Copyright (c) the ipnd authors
+## Licensed under Apache License v2.0
+##
+## See LICENSE for license information
+##
+## SPDX-License-Identifier: Apache-2.0
+##
+##===----------------------------------------------------------------------===##
+
 # scripts/ab-replay.sh [-n ROUNDS] SETTING...: alternated unique-notification replays, for A/B
 # comparisons that a single `make bench` cannot settle on a machine whose speed drifts.
 #

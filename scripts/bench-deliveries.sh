@@ -1,3 +1,16 @@
+##===----------------------------------------------------------------------===##
+##
+## This source file is part of the ipnd open source project
+##
+## Copyright (c) the ipnd authors
+## Licensed under Apache License v2.0
+##
+## See LICENSE for license information
+##
+## SPDX-License-Identifier: Apache-2.0
+##
+##===----------------------------------------------------------------------===##
+
 # The delivery passes of make bench (issue 30), sourced by scripts/bench.sh after its own passes:
 # it uses BIN, WORK, PORT, THREADS, CONNECTIONS, DURATION and UNIQUE_RPS (the same run's unique
 # figure without a target), and the pass() and field() helpers.

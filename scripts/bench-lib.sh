@@ -1,3 +1,16 @@
+##===----------------------------------------------------------------------===##
+##
+## This source file is part of the ipnd open source project
+##
+## Copyright (c) the ipnd authors
+## Licensed under Apache License v2.0
+##
+## See LICENSE for license information
+##
+## SPDX-License-Identifier: Apache-2.0
+##
+##===----------------------------------------------------------------------===##
+
 # Sourced by scripts/bench.sh and scripts/bench-postgres.sh: one wrk pass with where the CPU went.
 # Needs scripts/proc-ticks.sh sourced, WORK, PID (the daemon's) and QUIET_WAIT.
 

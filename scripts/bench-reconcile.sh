@@ -1,3 +1,16 @@
+##===----------------------------------------------------------------------===##
+##
+## This source file is part of the ipnd open source project
+##
+## Copyright (c) the ipnd authors
+## Licensed under Apache License v2.0
+##
+## See LICENSE for license information
+##
+## SPDX-License-Identifier: Apache-2.0
+##
+##===----------------------------------------------------------------------===##
+
 # Reconciliation's passes of make bench (issue 37), sourced by scripts/bench.sh after its own
 # passes: it uses BIN, WORK, PORT, THREADS, CONNECTIONS, DURATION and the pass() and field()
 # helpers. RECONCILE=0 skips them.

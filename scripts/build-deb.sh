@@ -1,4 +1,17 @@
 #!/usr/bin/env bash
+##===----------------------------------------------------------------------===##
+##
+## This source file is part of the ipnd open source project
+##
+## Copyright (c) the ipnd authors
+## Licensed under Apache License v2.0
+##
+## See LICENSE for license information
+##
+## SPDX-License-Identifier: Apache-2.0
+##
+##===----------------------------------------------------------------------===##
+
 # scripts/build-deb.sh BINARY [OUTDIR]: the Debian package of BINARY, an ipnd with the Swift
 # runtime linked in (scripts/build-release.sh for `make deb`; scripts/link-static-debug.sh for
 # the tests), written as OUTDIR/ipnd_<version>_<arch>.deb (OUTDIR: the repository by default)

@@ -1,4 +1,17 @@
 #!/usr/bin/env bash
+##===----------------------------------------------------------------------===##
+##
+## This source file is part of the ipnd open source project
+##
+## Copyright (c) the ipnd authors
+## Licensed under Apache License v2.0
+##
+## See LICENSE for license information
+##
+## SPDX-License-Identifier: Apache-2.0
+##
+##===----------------------------------------------------------------------===##
+
 # scripts/build-release.sh PRODUCT...: the release build of `make release`, `make bench` and
 # `make profile`, in one place: optimised, the Swift runtime and Foundation linked in
 # (--static-swift-stdlib), each product on its own (a whole-package build would also link GRDB's

@@ -1,4 +1,17 @@
 #!/usr/bin/env bash
+##===----------------------------------------------------------------------===##
+##
+## This source file is part of the ipnd open source project
+##
+## Copyright (c) the ipnd authors
+## Licensed under Apache License v2.0
+##
+## See LICENSE for license information
+##
+## SPDX-License-Identifier: Apache-2.0
+##
+##===----------------------------------------------------------------------===##
+
 # scripts/check-ignored-sources.sh: fails when a file the build or the tests use is one git
 # ignores. Such a file is there on the machine that wrote it and missing from every clean clone
 # (CI's included): a fixture named *.sqlite once passed here and crashed CI's run. Outside a git

@@ -1,4 +1,17 @@
 #!/usr/bin/env bash
+##===----------------------------------------------------------------------===##
+##
+## This source file is part of the ipnd open source project
+##
+## Copyright (c) the ipnd authors
+## Licensed under Apache License v2.0
+##
+## See LICENSE for license information
+##
+## SPDX-License-Identifier: Apache-2.0
+##
+##===----------------------------------------------------------------------===##
+
 # scripts/deb-copyright.sh: prints the package's /usr/share/doc/ipnd/copyright. The binary links
 # in the Swift runtime and every Swift package ipnd depends on, so the file names each of them
 # with its license, from the checkouts the build resolved (.build/checkouts): Apache-2.0 by

@@ -1,4 +1,17 @@
 #!/usr/bin/env bash
+##===----------------------------------------------------------------------===##
+##
+## This source file is part of the ipnd open source project
+##
+## Copyright (c) the ipnd authors
+## Licensed under Apache License v2.0
+##
+## See LICENSE for license information
+##
+## SPDX-License-Identifier: Apache-2.0
+##
+##===----------------------------------------------------------------------===##
+
 # Installs the Python packages the tests use as independent checkers (tools/requirements-test.txt)
 # when python3 lacks any of them. From PyPI, into the python3 on PATH.
 set -euo pipefail

@@ -1,4 +1,17 @@
 #!/usr/bin/env bash
+##===----------------------------------------------------------------------===##
+##
+## This source file is part of the ipnd open source project
+##
+## Copyright (c) the ipnd authors
+## Licensed under Apache License v2.0
+##
+## See LICENSE for license information
+##
+## SPDX-License-Identifier: Apache-2.0
+##
+##===----------------------------------------------------------------------===##
+
 # Installs the Debian packages given as arguments when any is missing.
 # Used by `make` so a fresh machine needs nothing but Swift.
 set -euo pipefail

@@ -1,4 +1,17 @@
 #!/usr/bin/env bash
+##===----------------------------------------------------------------------===##
+##
+## This source file is part of the ipnd open source project
+##
+## Copyright (c) the ipnd authors
+## Licensed under Apache License v2.0
+##
+## See LICENSE for license information
+##
+## SPDX-License-Identifier: Apache-2.0
+##
+##===----------------------------------------------------------------------===##
+
 # scripts/link-static-debug.sh OUTPUT: the debug build's ipnd linked a second time, into OUTPUT,
 # with the Swift runtime and Foundation linked in as `make release` links them, so that make test
 # can build and install the package (scripts/test-deb.sh) without a release build, which takes

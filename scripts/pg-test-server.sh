@@ -1,4 +1,17 @@
 #!/usr/bin/env bash
+##===----------------------------------------------------------------------===##
+##
+## This source file is part of the ipnd open source project
+##
+## Copyright (c) the ipnd authors
+## Licensed under Apache License v2.0
+##
+## See LICENSE for license information
+##
+## SPDX-License-Identifier: Apache-2.0
+##
+##===----------------------------------------------------------------------===##
+
 # scripts/pg-test-server.sh: a throwaway PostgreSQL server for the tests and benchmarks.
 #
 #   start DIR [--tcp]     a fresh cluster in DIR/data, listening on a unix socket in DIR; with

@@ -1,4 +1,17 @@
 #!/usr/bin/env bash
+##===----------------------------------------------------------------------===##
+##
+## This source file is part of the ipnd open source project
+##
+## Copyright (c) the ipnd authors
+## Licensed under Apache License v2.0
+##
+## See LICENSE for license information
+##
+## SPDX-License-Identifier: Apache-2.0
+##
+##===----------------------------------------------------------------------===##
+
 # make profile: instructions per request under valgrind's callgrind, for A/B comparisons that
 # this machine's wall clock cannot settle (its speed drifts 20-30 % with its neighbours;
 # instruction counts repeat within about 1 %).

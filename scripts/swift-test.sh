@@ -1,4 +1,17 @@
 #!/usr/bin/env bash
+##===----------------------------------------------------------------------===##
+##
+## This source file is part of the ipnd open source project
+##
+## Copyright (c) the ipnd authors
+## Licensed under Apache License v2.0
+##
+## See LICENSE for license information
+##
+## SPDX-License-Identifier: Apache-2.0
+##
+##===----------------------------------------------------------------------===##
+
 # scripts/swift-test.sh [SWIFT TEST ARGS...]: runs `swift test` and, when it fails, repeats every
 # failed test and recorded issue at the end of the output. The suite runs in parallel, so a
 # failure is printed hundreds of lines before the last one; CI often keeps only the tail of a log,

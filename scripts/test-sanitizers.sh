@@ -1,4 +1,17 @@
 #!/usr/bin/env bash
+##===----------------------------------------------------------------------===##
+##
+## This source file is part of the ipnd open source project
+##
+## Copyright (c) the ipnd authors
+## Licensed under Apache License v2.0
+##
+## See LICENSE for license information
+##
+## SPDX-License-Identifier: Apache-2.0
+##
+##===----------------------------------------------------------------------===##
+
 # The whole test suite under ThreadSanitizer, then AddressSanitizer (with LeakSanitizer), each
 # in its own scratch path (.build-tsan, .build-asan) so the normal build is left alone.
 #

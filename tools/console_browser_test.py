@@ -1,4 +1,17 @@
 #!/usr/bin/env python3
+##===----------------------------------------------------------------------===##
+##
+## This source file is part of the ipnd open source project
+##
+## Copyright (c) the ipnd authors
+## Licensed under Apache License v2.0
+##
+## See LICENSE for license information
+##
+## SPDX-License-Identifier: Apache-2.0
+##
+##===----------------------------------------------------------------------===##
+
 """Drives the ops console in a real browser (Debian's headless Chromium through chromedriver,
 with Selenium) against a running ipnd, as an operator would, and reports what it saw.
 

@@ -1,3 +1,16 @@
+##===----------------------------------------------------------------------===##
+##
+## This source file is part of the ipnd open source project
+##
+## Copyright (c) the ipnd authors
+## Licensed under Apache License v2.0
+##
+## See LICENSE for license information
+##
+## SPDX-License-Identifier: Apache-2.0
+##
+##===----------------------------------------------------------------------===##
+
 # tools/example_receiver.py, as the README shows it: your application's orders table, kept by ipnd's events.
 # pip install standardwebhooks; IPND_SECRET=whsec_... python3 tools/example_receiver.py
 import os

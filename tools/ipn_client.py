@@ -1,4 +1,17 @@
 #!/usr/bin/env python3
+##===----------------------------------------------------------------------===##
+##
+## This source file is part of the ipnd open source project
+##
+## Copyright (c) the ipnd authors
+## Licensed under Apache License v2.0
+##
+## See LICENSE for license information
+##
+## SPDX-License-Identifier: Apache-2.0
+##
+##===----------------------------------------------------------------------===##
+
 """An independent client for ipnd: builds notifications for all five providers exactly as
 each provider's published protocol signs them (providers.md), without sharing any code with
 ipnd. Used by tests (signatures made by another implementation must verify), by the crash

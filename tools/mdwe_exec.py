@@ -1,4 +1,17 @@
 #!/usr/bin/env python3
+##===----------------------------------------------------------------------===##
+##
+## This source file is part of the ipnd open source project
+##
+## Copyright (c) the ipnd authors
+## Licensed under Apache License v2.0
+##
+## See LICENSE for license information
+##
+## SPDX-License-Identifier: Apache-2.0
+##
+##===----------------------------------------------------------------------===##
+
 """Runs a command with memory-deny-write-execute in force (Linux >= 6.3 prctl PR_SET_MDWE,
 kept across execve): what systemd's MemoryDenyWriteExecute=yes promises, enforced by the
 kernel. Exits 111 when the kernel cannot do it. Usage: mdwe_exec.py PROGRAM [ARGS...]"""

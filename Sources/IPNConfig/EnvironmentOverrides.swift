@@ -1,3 +1,16 @@
+//===----------------------------------------------------------------------===//
+//
+// This source file is part of the ipnd open source project
+//
+// Copyright (c) the ipnd authors
+// Licensed under Apache License v2.0
+//
+// See LICENSE for license information
+//
+// SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+
 /// `IPND_` environment variables override scalar keys: `IPND_SERVER_PORT=9000` sets
 /// `server.port`, `IPND_STORE_POSTGRES_HOST=db2` sets `store.postgres.host`; list keys take
 /// comma-separated values. A variable that looks like an override but names no key is an

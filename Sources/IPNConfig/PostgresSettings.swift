@@ -1,3 +1,16 @@
+//===----------------------------------------------------------------------===//
+//
+// This source file is part of the ipnd open source project
+//
+// Copyright (c) the ipnd authors
+// Licensed under Apache License v2.0
+//
+// See LICENSE for license information
+//
+// SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+
 /// `store.postgres` (product.md section 9): the PostgreSQL database several ipnd nodes share.
 ///
 /// The password never shows: `description`, `debugDescription` and the mirror `dump` uses all

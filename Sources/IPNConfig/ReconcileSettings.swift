@@ -1,3 +1,16 @@
+//===----------------------------------------------------------------------===//
+//
+// This source file is part of the ipnd open source project
+//
+// Copyright (c) the ipnd authors
+// Licensed under Apache License v2.0
+//
+// See LICENSE for license information
+//
+// SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+
 /// `reconcile:` (product.md section 12): when orders that went quiet are asked about, and how
 /// hard the providers are asked. Only accounts with an `inquiry` section are ever asked.
 public struct ReconcileSettings: Sendable, Equatable {

@@ -1,3 +1,16 @@
+//===----------------------------------------------------------------------===//
+//
+// This source file is part of the ipnd open source project
+//
+// Copyright (c) the ipnd authors
+// Licensed under Apache License v2.0
+//
+// See LICENSE for license information
+//
+// SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+
 /// `reconcile:` (product.md section 12).
 extension Validator {
     private static let reconcileKeys = ["schedule", "give_up_after", "max_in_flight", "per_account_per_minute", "timeout_seconds"]

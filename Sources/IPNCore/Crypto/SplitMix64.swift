@@ -1,3 +1,16 @@
+//===----------------------------------------------------------------------===//
+//
+// This source file is part of the ipnd open source project
+//
+// Copyright (c) the ipnd authors
+// Licensed under Apache License v2.0
+//
+// See LICENSE for license information
+//
+// SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+
 /// SplitMix64 (Steele, Lea and Flood, 2014): a small, fast generator, not a cryptographic one.
 /// Seeded from the system's generator it spreads ids (`EventID`); seeded with a constant it makes
 /// property tests reproducible from their seed.

@@ -1,3 +1,16 @@
+//===----------------------------------------------------------------------===//
+//
+// This source file is part of the ipnd open source project
+//
+// Copyright (c) the ipnd authors
+// Licensed under Apache License v2.0
+//
+// See LICENSE for license information
+//
+// SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+
 /// When ipnd asks about an order that has not settled (product.md section 12), as a pure
 /// function of the order's last change: the steps are waits after that change (`10m, 30m, 1h,
 /// ...`), then one every 24 h, until `give_up_after` has passed since the change. A step whose

@@ -1,3 +1,16 @@
+//===----------------------------------------------------------------------===//
+//
+// This source file is part of the ipnd open source project
+//
+// Copyright (c) the ipnd authors
+// Licensed under Apache License v2.0
+//
+// See LICENSE for license information
+//
+// SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+
 /// Asking a provider's status API what became of an order (product.md section 12,
 /// inquiries.md). Like `verify(_:)` for callbacks, every piece here is pure: a provider builds
 /// the bytes of the request and reads the bytes of the answer into the same

@@ -1,3 +1,16 @@
+//===----------------------------------------------------------------------===//
+//
+// This source file is part of the ipnd open source project
+//
+// Copyright (c) the ipnd authors
+// Licensed under Apache License v2.0
+//
+// See LICENSE for license information
+//
+// SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+
 /// Why a request was rejected: a stable reason code stored with the request and a detail
 /// for people (logs, the ops API). Neither ever contains a secret.
 public struct Rejection: Error, Equatable, Sendable, CustomStringConvertible {

@@ -1,3 +1,16 @@
+//===----------------------------------------------------------------------===//
+//
+// This source file is part of the ipnd open source project
+//
+// Copyright (c) the ipnd authors
+// Licensed under Apache License v2.0
+//
+// See LICENSE for license information
+//
+// SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+
 /// RFC 3339 UTC timestamps with milliseconds, fixed width (`2026-11-21T04:01:02.123Z`), so
 /// stored times sort and compare as text.
 public enum Timestamp {

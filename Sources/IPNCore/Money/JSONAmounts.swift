@@ -1,3 +1,16 @@
+//===----------------------------------------------------------------------===//
+//
+// This source file is part of the ipnd open source project
+//
+// Copyright (c) the ipnd authors
+// Licensed under Apache License v2.0
+//
+// See LICENSE for license information
+//
+// SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+
 extension JSONObject {
     /// The major-unit amount in `field` (a JSON number such as `6.03`, or a string), with its
     /// currency from `currency` or else the sibling `currency` field; nil when absent or null.

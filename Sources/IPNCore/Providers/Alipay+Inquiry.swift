@@ -1,3 +1,16 @@
+//===----------------------------------------------------------------------===//
+//
+// This source file is part of the ipnd open source project
+//
+// Copyright (c) the ipnd authors
+// Licensed under Apache License v2.0
+//
+// See LICENSE for license information
+//
+// SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+
 /// Antom's inquiryPayment (inquiries.md section 2): a JSON `POST` signed with the merchant's
 /// private key, answered with a body Antom signs with its own, which is verified with the
 /// account's Antom `public_key` before anything in it is read.

@@ -1,3 +1,16 @@
+//===----------------------------------------------------------------------===//
+//
+// This source file is part of the ipnd open source project
+//
+// Copyright (c) the ipnd authors
+// Licensed under Apache License v2.0
+//
+// See LICENSE for license information
+//
+// SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+
 /// Alipay global (Antom) notifyPayment / notifyCapture / notifyRefund: RSASSA-PKCS1-v1_5
 /// SHA-256 over `POST <path>\n<client-id>.<request-time>.<body>`, in the `signature` header
 /// (providers.md section 3).

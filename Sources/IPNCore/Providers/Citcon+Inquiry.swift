@@ -1,3 +1,16 @@
+//===----------------------------------------------------------------------===//
+//
+// This source file is part of the ipnd open source project
+//
+// Copyright (c) the ipnd authors
+// Licensed under Apache License v2.0
+//
+// See LICENSE for license information
+//
+// SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+
 /// Citcon UPI's transaction inquiry (inquiries.md section 5): a server token taken with the
 /// UPI private key, then `GET /transactions/<id>` by Citcon's own transaction id, answered
 /// with the transaction as a UPI IPN carries it. Its authenticity rests on TLS to the

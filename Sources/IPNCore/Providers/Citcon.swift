@@ -1,3 +1,16 @@
+//===----------------------------------------------------------------------===//
+//
+// This source file is part of the ipnd open source project
+//
+// Copyright (c) the ipnd authors
+// Licensed under Apache License v2.0
+//
+// See LICENSE for license information
+//
+// SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+
 /// Citcon IPN in both generations (providers.md section 1): the UPI API (`status` +
 /// `transaction_type`, SHA-256 with `&secret=`) and the legacy CHOP API (`notify_status`, MD5
 /// with `&token=`), each as a JSON or a form body. The signature covers the body's `fields`

@@ -1,3 +1,16 @@
+//===----------------------------------------------------------------------===//
+//
+// This source file is part of the ipnd open source project
+//
+// Copyright (c) the ipnd authors
+// Licensed under Apache License v2.0
+//
+// See LICENSE for license information
+//
+// SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+
 /// iPay88's `enquiry.asp` re-query (inquiries.md section 1): a form post of the merchant code,
 /// the reference and the amount, answered with one line of plain text. Its authenticity rests
 /// on TLS to the configured host.

@@ -1,3 +1,16 @@
+//===----------------------------------------------------------------------===//
+//
+// This source file is part of the ipnd open source project
+//
+// Copyright (c) the ipnd authors
+// Licensed under Apache License v2.0
+//
+// See LICENSE for license information
+//
+// SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+
 /// iPay88 Backend Post (providers.md section 2): a form body whose `Signature` hashes
 /// MerchantKey + MerchantCode + PaymentId + RefNo + AmountDigits + Currency + Status with
 /// SHA-1 (base64), SHA-256 (hex) or HMAC-SHA512 (hex) by the merchant's gateway version.

@@ -1,3 +1,16 @@
+//===----------------------------------------------------------------------===//
+//
+// This source file is part of the ipnd open source project
+//
+// Copyright (c) the ipnd authors
+// Licensed under Apache License v2.0
+//
+// See LICENSE for license information
+//
+// SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+
 /// Juspay's order status API (inquiries.md section 4): `GET /orders/<order_ref>` with the
 /// merchant's API key as Basic credentials, answered with the order as the webhooks'
 /// `content.order` carries it. Its authenticity rests on TLS to the configured host.

@@ -1,3 +1,16 @@
+//===----------------------------------------------------------------------===//
+//
+// This source file is part of the ipnd open source project
+//
+// Copyright (c) the ipnd authors
+// Licensed under Apache License v2.0
+//
+// See LICENSE for license information
+//
+// SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+
 /// Unlimint's payment list by merchant order (inquiries.md section 3): a bearer token taken
 /// with the API terminal's code and password, then `GET /api/payments` for the order within a
 /// window of under 7 days. Each payment listed is read as its `payment_data` callback would be.

@@ -1,3 +1,16 @@
+//===----------------------------------------------------------------------===//
+//
+// This source file is part of the ipnd open source project
+//
+// Copyright (c) the ipnd authors
+// Licensed under Apache License v2.0
+//
+// See LICENSE for license information
+//
+// SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+
 /// Unlimint (Cardpay) API v3 callbacks: lowercase hex SHA-512 of the raw body followed by the
 /// callback secret, in the `Signature` header (providers.md section 4).
 public struct Unlimint: NotificationProvider {

@@ -1,3 +1,16 @@
+//===----------------------------------------------------------------------===//
+//
+// This source file is part of the ipnd open source project
+//
+// Copyright (c) the ipnd authors
+// Licensed under Apache License v2.0
+//
+// See LICENSE for license information
+//
+// SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+
 /// HTTP-date (RFC 9110 section 5.6.7), as `Retry-After` carries it. All three forms that a
 /// recipient must accept are read:
 /// - IMF-fixdate: `Sun, 06 Nov 1994 08:49:37 GMT`

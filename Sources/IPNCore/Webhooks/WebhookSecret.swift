@@ -1,3 +1,16 @@
+//===----------------------------------------------------------------------===//
+//
+// This source file is part of the ipnd open source project
+//
+// Copyright (c) the ipnd authors
+// Licensed under Apache License v2.0
+//
+// See LICENSE for license information
+//
+// SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+
 /// A Standard Webhooks signing secret: `whsec_` followed by the base64 of a 24 to 64 byte key
 /// (the Standard Webhooks specification, "Signature scheme", symmetric).
 ///

@@ -1,3 +1,16 @@
+//===----------------------------------------------------------------------===//
+//
+// This source file is part of the ipnd open source project
+//
+// Copyright (c) the ipnd authors
+// Licensed under Apache License v2.0
+//
+// See LICENSE for license information
+//
+// SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+
 /// Standard Webhooks symmetric signatures (`v1`): HMAC-SHA256 of `id.timestamp.body`, keyed
 /// with each secret's decoded key, base64-encoded (product.md section 8).
 public enum WebhookSignature {

@@ -1,3 +1,16 @@
+//===----------------------------------------------------------------------===//
+//
+// This source file is part of the ipnd open source project
+//
+// Copyright (c) the ipnd authors
+// Licensed under Apache License v2.0
+//
+// See LICENSE for license information
+//
+// SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+
 /// Masks anything in a log value that looks like a full card number (13 to 19 digits,
 /// optionally in groups joined by one or two separators: any space, dash, dot, slash or
 /// underscore; passing the Luhn check) to its first six and last

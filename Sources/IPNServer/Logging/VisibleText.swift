@@ -1,3 +1,16 @@
+//===----------------------------------------------------------------------===//
+//
+// This source file is part of the ipnd open source project
+//
+// Copyright (c) the ipnd authors
+// Licensed under Apache License v2.0
+//
+// See LICENSE for license information
+//
+// SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+
 /// Text shown to people (log lines, the CLI's tables) with the characters that hide or
 /// rearrange what is around them written as `\u{...}`: an unauthenticated request, or a
 /// provider, chooses some of the text ipnd shows.
