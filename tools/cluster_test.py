@@ -23,14 +23,20 @@ to the nodes at random, re-sent until acknowledged, as providers do. Scenarios (
                    exactly one `applied` and nine `duplicate` each
   --lifecycles N   N orders whose lifecycle notifications arrive shuffled, concurrently, on
                    alternate nodes: every order ends in the state its notifications imply
-  --load           a stream of new orders while a feed reader long-polls GET /api/v1/events on
-                   alternate nodes: it must see every committed seq once, ascending
+  --load           a stream of new orders while feed readers (--readers, 1 by default) long-poll
+                   GET /api/v1/events on alternate nodes: each must see strictly increasing seqs
+                   and, at the end, exactly the committed events, each once
   --kills K        kill -9 a random node K times under load, restarting it each time
+  --kill-sequencer K  kill -9 the node numbering the feed (the holder of the sequencer lock, named
+                   by its connection's application_name) K times under load, restarting it
+  --long-transaction S  while under load, hold a transaction (a snapshot and a transaction id)
+                   open S seconds on the same database: the readers' feed must go on meanwhile
   --pg-restarts R  restart PostgreSQL (pg_ctl restart -m immediate) R times under load; with
                    --pg-down S it stays down S seconds each time: the nodes answer 503 while it is
                    down and apply again after
   --deliveries     a delivery target (tools/webhook_receiver.py): every event delivered at least
-                   once, signed; with neither kills nor restarts, exactly once
+                   once, signed, each order's events first delivered in seq order; with neither
+                   kills nor restarts, exactly once
 
 At the end it reads the database with psql and checks: every acknowledged notification stored,
 no dedup key applied twice, every order in the state its notifications imply, one event per
@@ -263,8 +269,43 @@ class FeedReader(threading.Thread):
                 return
             page = json.loads(body)
             for event in page["events"]:
+                if self.seen and event["seq"] <= self.seen[-1]:
+                    self.errors.append(f"seq {event['seq']} after {self.seen[-1]}")
                 self.seen.append(event["seq"])
             self.after = page["next_after"]
+
+
+def sequencing_node(pg, nodes):
+    """The node holding the sequencer lock (its connection's application_name names its pid), or None."""
+    rows = pg.psql(f"""
+        SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+        WHERE l.locktype = 'advisory' AND l.granted AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+          AND l.classid = {SEQUENCER_LOCK >> 32} AND l.objid = {SEQUENCER_LOCK & 0xFFFFFFFF} AND l.objsubid = 1""")
+    for (name,) in rows:
+        match = re.search(r"-(\d+)-\d+$", name)
+        for node in nodes:
+            if match and node.process and node.process.poll() is None and node.process.pid == int(match.group(1)):
+                return node
+    return None
+
+
+# EventSequencer.lockKey ('ipndseqr').
+SEQUENCER_LOCK = 0x69706E6473657172
+
+
+class LongTransaction(threading.Thread):
+    """psql holding a transaction open (a snapshot and a transaction id) for `seconds`."""
+
+    def __init__(self, pg, seconds):
+        super().__init__(daemon=True)
+        self.pg, self.seconds, self.error = pg, seconds, None
+
+    def run(self):
+        try:
+            self.pg.psql(f"BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT txid_current(); SELECT count(*) FROM events; "
+                         f"SELECT pg_sleep({self.seconds}); COMMIT")
+        except Exception as error:  # noqa: BLE001 - reported as a failure
+            self.error = error
 
 
 def verify(pg, orders, notifications):
@@ -327,6 +368,9 @@ def main():
     parser.add_argument("--lifecycles", type=int, default=0)
     parser.add_argument("--load", action="store_true")
     parser.add_argument("--kills", type=int, default=0)
+    parser.add_argument("--kill-sequencer", type=int, default=0)
+    parser.add_argument("--long-transaction", type=float, default=0)
+    parser.add_argument("--readers", type=int, default=1)
     parser.add_argument("--pg-restarts", type=int, default=0)
     parser.add_argument("--pg-down", type=float, default=0,
                         help="seconds PostgreSQL stays down after each crash (longer than ipnd's 5 s batch timeout: 503s)")
@@ -383,10 +427,11 @@ def main():
             lifecycles = lifecycle_scenario(cluster, args.lifecycles, run_id, rng, failures)
             orders.update(lifecycles)
             notifications += [n for ns in lifecycles.values() for n in ns]
-        reader = None
-        if args.load or args.kills or args.pg_restarts:
-            reader = FeedReader(cluster)
-            reader.start()
+        readers = []
+        if args.load or args.kills or args.kill_sequencer or args.pg_restarts or args.long_transaction:
+            readers = [FeedReader(cluster) for _ in range(args.readers)]
+            for reader in readers:
+                reader.start()
             load = crash_test.Load(cluster, rng, 0.1, args.min_orders)
             load.daemon = cluster
             cluster.current_port = cluster.any_port
@@ -394,20 +439,57 @@ def main():
             workers = [threading.Thread(target=load.worker, args=(errors,), daemon=True) for _ in range(args.workers)]
             for worker in workers:
                 worker.start()
-            kills = restarts = 0
+            kills = restarts = sequencer_kills = 0
             for _ in range(args.kills):
                 time.sleep(rng.uniform(*args.gap))
                 node = rng.choice(nodes)
                 node.kill()
                 kills += 1
                 node.start()
+            for _ in range(args.kill_sequencer):
+                time.sleep(rng.uniform(*args.gap))
+                deadline = time.time() + 30
+                node = sequencing_node(pg, nodes)
+                while node is None and time.time() < deadline:
+                    time.sleep(0.1)
+                    node = sequencing_node(pg, nodes)
+                if node is None:
+                    failures.append("no node held the sequencer lock within 30 s")
+                    break
+                phase(f"killing the sequencing node (pid {node.process.pid})")
+                before = max((max(r.seen, default=0) for r in readers), default=0)
+                node.kill()
+                sequencer_kills += 1
+                # The feed goes on while the killed node is down: another node takes the lock.
+                newest = 0
+                deadline = time.time() + 30
+                while time.time() < deadline:
+                    newest = max((max(r.seen, default=0) for r in readers), default=0)
+                    if newest > before + 5:
+                        break
+                    time.sleep(0.1)
+                if newest <= before + 5:
+                    failures.append(f"the feed stopped after the sequencing node was killed (seq {before}, then {newest})")
+                node.start()
+            if args.long_transaction:
+                holder = LongTransaction(pg, args.long_transaction)
+                holder.start()
+                time.sleep(1)
+                started_at = max((max(r.seen, default=0) for r in readers), default=0)
+                holder.join(args.long_transaction + 60)
+                ended_at = max((max(r.seen, default=0) for r in readers), default=0)
+                if holder.error:
+                    failures.append(f"the long transaction failed: {holder.error}")
+                if ended_at <= started_at:
+                    failures.append(f"the feed did not move while a transaction was held open (seq {started_at}, then {ended_at})")
+                summary["seqs_during_long_transaction"] = ended_at - started_at
             for _ in range(args.pg_restarts):
                 time.sleep(rng.uniform(*args.gap))
                 phase("restarting PostgreSQL")
                 pg.restart(args.pg_down)
                 phase("PostgreSQL back")
                 restarts += 1
-            if not args.kills and not args.pg_restarts:
+            if not args.kills and not args.pg_restarts and not args.kill_sequencer and not args.long_transaction:
                 time.sleep(rng.uniform(*args.gap) * 3)
             with load.lock:
                 load.generating = False
@@ -416,7 +498,7 @@ def main():
             failures += errors
             orders.update(load.orders)
             notifications += [n for ns in load.orders.values() for n in ns]
-            summary.update(kills=kills, pg_restarts=restarts, requests=load.counts["requests"],
+            summary.update(kills=kills, sequencer_kills=sequencer_kills, pg_restarts=restarts, requests=load.counts["requests"],
                            answers_503=load.counts["status_503"])
         phase("load done")
         if receiver:
@@ -428,24 +510,30 @@ def main():
                     break
                 time.sleep(0.3)
         phase("deliveries done")
-        if reader:
-            # Let the reader catch up with the last commits, then stop it.
+        if readers:
+            # Every committed event is numbered (the nodes still run), then the readers catch up.
+            deadline = time.time() + 30
+            while int(pg.psql("SELECT count(*) FROM events_unsequenced")[0][0]) and time.time() < deadline:
+                time.sleep(0.1)
             newest = int(pg.psql("SELECT coalesce(max(seq), 0) FROM events")[0][0])
             deadline = time.time() + 30
-            while reader.after < newest and time.time() < deadline:
+            while any(reader.after < newest for reader in readers) and time.time() < deadline:
                 time.sleep(0.1)
-            reader.stop_at = time.time()
-            reader.join(15)
-            failures += reader.errors
             seqs = [int(row[0]) for row in pg.psql("SELECT seq FROM events ORDER BY seq")]
-            if reader.seen != sorted(set(reader.seen)):
-                failures.append("the feed reader saw seqs out of order or twice")
-            if set(reader.seen) != set(seqs):
-                missed = sorted(set(seqs) - set(reader.seen))[:10]
-                failures.append(f"the feed reader missed committed events {missed} (saw {len(reader.seen)} of {len(seqs)})")
-            summary["feed_seen"] = len(reader.seen)
+            for index, reader in enumerate(readers):
+                reader.stop_at = time.time()
+                reader.join(15)
+                failures += [f"feed reader {index}: {error}" for error in reader.errors]
+                if reader.seen != sorted(set(reader.seen)):
+                    failures.append(f"feed reader {index} saw seqs out of order or twice")
+                if reader.seen != seqs:
+                    missed = sorted(set(seqs) - set(reader.seen))[:10]
+                    failures.append(f"feed reader {index} saw {len(reader.seen)} of {len(seqs)} committed events (missed {missed})")
+            summary["feed_seen"] = min(len(reader.seen) for reader in readers)
+            summary["feed_readers"] = len(readers)
         if receiver:
-            delivery_failures, delivery_counts = verify_deliveries(pg, receiver, exactly_once=not args.kills and not args.pg_restarts)
+            delivery_failures, delivery_counts = verify_deliveries(
+                pg, receiver, exactly_once=not args.kills and not args.pg_restarts and not args.kill_sequencer)
             failures += delivery_failures
             summary.update(delivery_counts)
         phase("feed done")
@@ -491,7 +579,19 @@ def verify_deliveries(pg, receiver, exactly_once):
     twice = [seq for seq, count in delivered.items() if count > 1]
     if exactly_once and twice:
         failures.append(f"events delivered twice with no crash or restart: {sorted(twice)[:10]}")
-    return failures, {"events_delivered": len(delivered), "delivered_twice": len(twice), "undelivered_events": len(undelivered)}
+    # Per order, each event first delivered after the one before it (product.md section 8).
+    first = {}
+    for request in requests:
+        if request["answer"] == "200":
+            first.setdefault(request["seq"], (request["t"], request["order"]))
+    by_order = collections.defaultdict(list)
+    for seq in sorted(first):
+        by_order[first[seq][1]].append(first[seq][0])
+    out_of_order = [order for order, times in by_order.items() if times != sorted(times)]
+    for order in out_of_order[:10]:
+        failures.append(f"order {order}: events first delivered out of seq order")
+    return failures, {"events_delivered": len(delivered), "delivered_twice": len(twice), "undelivered_events": len(undelivered),
+                      "orders_out_of_order": len(out_of_order)}
 
 
 if __name__ == "__main__":

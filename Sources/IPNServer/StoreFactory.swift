@@ -56,7 +56,8 @@ public enum StoreFactory {
             store = try await PostgresStore.open(
                 configuration: try postgresConfiguration(settings), location: location(settings),
                 poolSize: purpose == .daemon ? settings.poolSize : 4, maxBatch: config.store.maxBatch,
-                migrate: purpose == .daemon, logger: logger, clock: clock, timeouts: timeouts ?? .production)
+                migrate: purpose == .daemon, sequencing: purpose == .daemon, logger: logger, clock: clock,
+                timeouts: timeouts ?? .production)
         }
         store.setDeliveryRoutes(config.deliveries.map(DeliveryRoute.init))
         store.setInquirySchedule(config.reconcilerSettings.schedule)

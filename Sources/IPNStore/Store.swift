@@ -29,6 +29,9 @@ public protocol StoreReading: AuditReading {
     func events(_ filter: EventFilter) async throws(StoreError) -> EventPage
     /// The seq of the newest event committed (0 when there has been none).
     func newestEventSeq() async throws(StoreError) -> Int64
+    /// Events committed but not in the feed yet (PostgreSQL numbers them just after their commit;
+    /// SQLite as it writes them: always 0).
+    func unsequencedEventCount() async throws(StoreError) -> Int
     /// Deliveries, newest first.
     func deliveries(_ filter: DeliveryFilter) async throws(StoreError) -> [DeliveryRecord]
     /// Each delivery target the store knows of (configured or with deliveries): pause, backlog.
@@ -93,7 +96,7 @@ public protocol Store: StoreReading, InquiryStore, AuditStore {
     func setDeliveryRoutes(_ routes: [DeliveryRoute])
     /// Makes sure every configured target has its row (its pause state, the console's list).
     func registerDeliveryTargets(_ names: [String]) async throws(StoreError)
-    /// Told when this process commits events (another node's commits are found by polling).
+    /// Told when events enter the feed (on PostgreSQL, also those another node committed).
     var eventSignal: EventSignal { get }
     /// Counts the notifications being recorded by this process right now: how busy providers
     /// keep it. Delivery holds its own writes back while they are many.
@@ -211,6 +214,11 @@ public struct DeliveryAttemptOutcome: Sendable, Equatable {
         self.error = error
         self.outcome = outcome
     }
+}
+
+extension StoreReading {
+    /// A store that numbers its events as it writes them has none waiting.
+    public func unsequencedEventCount() async throws(StoreError) -> Int { 0 }
 }
 
 extension Store {

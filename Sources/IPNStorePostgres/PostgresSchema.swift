@@ -22,8 +22,9 @@ import PostgresNIO
 enum PostgresSchema {
     /// The advisory lock that serialises migrations across nodes ('ipndmigr').
     static let migrationLock: Int64 = 0x6970_6E64_6D69_6772
-    /// Taken last by every transaction that writes events, held until it commits: seqs are then
-    /// handed out in commit order ('ipndevnt').
+    /// Held to its commit by every transaction that hands out seqs: the sequencer's rounds
+    /// (`EventSequencer`), and the writers of ipnd versions before p6, which number their events
+    /// themselves; while both run (a rolling upgrade), seqs still follow commit order ('ipndevnt').
     static let eventLock: Int64 = 0x6970_6E64_6576_6E74
     /// Taken by a transaction that appends audit records, just before it appends, and held until
     /// it commits: one hash chain for every node ('ipndaudt'). Never taken by a notification's
@@ -244,6 +245,35 @@ enum PostgresSchema {
             CREATE INDEX audit_by_action ON audit_records (action, id);
             CREATE INDEX audit_by_outcome ON audit_records (outcome, id);
             CREATE INDEX audit_by_at ON audit_records (at)
+            """,
+        ]),
+        // Events numbered after commit (EventSequencer): writers queue their events here with a
+        // row id and no seq, and the node holding the sequencer lock moves the committed ones
+        // into `events`, numbered. `events` and `deliveries` stay as they are: the feed's
+        // consumers keep their cursors, pending deliveries their events. The queue is small
+        // and rewritten all the time, so autovacuum visits it every 10,000 dead rows.
+        ("p6: events numbered after commit: the queue the sequencer numbers", [
+            """
+            CREATE SEQUENCE events_row_ids;
+            CREATE TABLE events_unsequenced (
+                row_id BIGINT PRIMARY KEY,
+                id TEXT NOT NULL,
+                type TEXT COLLATE "C" NOT NULL,
+                occurred_at TEXT COLLATE "C" NOT NULL,
+                provider TEXT COLLATE "C" NOT NULL,
+                account TEXT COLLATE "C" NOT NULL,
+                order_id BIGINT NOT NULL,
+                order_ref TEXT COLLATE "C" NOT NULL,
+                order_json TEXT NOT NULL,
+                from_state TEXT,
+                to_state TEXT NOT NULL,
+                flag TEXT,
+                notification_id BIGINT,
+                provider_status TEXT,
+                targets TEXT[] NOT NULL
+            ) WITH (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 10000,
+                    autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 10000);
+            CREATE INDEX events_unsequenced_by_order ON events_unsequenced (order_id, row_id)
             """,
         ]),
     ]

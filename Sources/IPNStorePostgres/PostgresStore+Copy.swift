@@ -19,6 +19,14 @@ import PostgresNIO
 /// collation, as SQLite compares them), inserted with one statement per page.
 extension PostgresStore: StoreCopying {
     public func copyRows(_ table: CopyTable, after key: [CopyValue]?, limit: Int) async throws(StoreError) -> [[CopyValue]] {
+        if table.name == "events", key == nil {
+            // Events committed but not numbered yet (the last node stopped first) go with the copy.
+            do {
+                _ = try await EventSequencer.drain(client: client, logger: logger)
+            } catch {
+                throw StoreError(postgres: error, doing: "number the events committed before copying them")
+            }
+        }
         var sql = SQL("SELECT \(table.columns.map(\.name).joined(separator: ", ")) FROM \(table.name)")
         if let key {
             let placeholders = key.map { value -> String in

@@ -17,8 +17,9 @@ import PostgresNIO
 
 /// Reconciliation on PostgreSQL: nodes share the schedule. A claim moves the due time of the
 /// orders it takes to its lease's end in one statement that skips rows another node is
-/// claiming or writing (`FOR UPDATE SKIP LOCKED`), so each order is asked by one node per step,
-/// and one whose node died mid-inquiry is due again once the lease has passed.
+/// claiming or writing (`FOR NO KEY UPDATE SKIP LOCKED`: not the sequencer, whose foreign key
+/// check of an event's order takes a key-share lock on it), so each order is asked by one node per
+/// step, and one whose node died mid-inquiry is due again once the lease has passed.
 extension PostgresStore {
     public func claimDueOrders(scope: Scope, limit: Int, now: String, leaseUntil: String) async throws(StoreError) -> [DueOrder] {
         guard limit > 0 else { return [] }
@@ -29,7 +30,7 @@ extension PostgresStore {
                 WHERE provider = \(sql.bind(scope.provider)) AND account = \(sql.bind(scope.account))
                   AND inquiry_due_at IS NOT NULL AND inquiry_due_at <= \(sql.bind(now))
                 ORDER BY inquiry_due_at LIMIT \(sql.bind(Int64(limit)))
-                FOR UPDATE SKIP LOCKED
+                FOR NO KEY UPDATE SKIP LOCKED
             )
             UPDATE orders AS o SET inquiry_due_at = \(sql.bind(leaseUntil))
             FROM due WHERE o.id = due.id
@@ -61,7 +62,7 @@ extension PostgresStore {
                 .recordInquiry(inquiry)
             return ((record, events), inquiry.audit?.asking(record))
         }
-        if events > 0 { eventSignal.signal() }
+        if events > 0 { eventsCommitted() }
         return record
     }
 
@@ -73,7 +74,7 @@ extension PostgresStore {
             try await BatchRecorder(connection: connection, logger: logger, now: now, routes: routes, schedule: schedule)
                 .giveUpInquiries(claim, scope: scope, orderRef: orderRef)
         }
-        if events > 0 { eventSignal.signal() }
+        if events > 0 { eventsCommitted() }
         return gaveUp
     }
 

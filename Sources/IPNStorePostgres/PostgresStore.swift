@@ -19,9 +19,10 @@ import NIOCore
 import PostgresNIO
 
 /// The store on PostgreSQL: any number of ipnd nodes may share one database. Notifications are
-/// group-committed by a few writer connections (`PostgresBatchWriter`); reads and the delivery
-/// service's updates use the pool directly. The client's pool runs in a task of the store's own
-/// from `open` to `close`.
+/// group-committed by a few writer connections (`PostgresBatchWriter`), which queue their events;
+/// the node holding the sequencer lock numbers them into the feed once committed
+/// (`EventSequencer`). Reads and the delivery service's updates use the pool directly. The
+/// client's pool runs in a task of the store's own from `open` to `close`.
 public final class PostgresStore: Store {
     public let location: String
     public let eventSignal = EventSignal()
@@ -40,19 +41,27 @@ public final class PostgresStore: Store {
     /// The time of day rows are stamped with.
     let clock: WallClock
     let timeouts: StoreTimeouts
-
+    /// Numbers committed events into the feed while this node holds its lock; nil for a command,
+    /// which numbers what it wrote as it closes, when no node does (`EventSequencer.drain`).
+    private let sequencer: EventSequencer?
+    /// Whether this store committed events (a command numbers them as it closes).
+    private let wroteEvents = Locked(false)
 
     /// Connects with `configuration`, migrates (under the migration lock) unless `migrate` is
     /// false, in which case the schema must be this version's, and starts the writers.
     /// - Parameters:
     ///   - location: how logs name the database (no password).
-    ///   - writers: connections writing notification batches concurrently.
+    ///   - writers: connections writing notification batches concurrently (1 by default).
+    ///   - sequencing: whether this store takes part in numbering the feed (`ipnd serve`); a
+    ///     command's store does not, on a connection of its own.
     public static func open(
         configuration: PostgresClient.Configuration, location: String, poolSize: Int, maxBatch: Int = 256, writers: Int? = nil,
-        migrate: Bool = true, logger: Logger, clock: WallClock = .system, timeouts: StoreTimeouts = .production
+        migrate: Bool = true, sequencing: Bool = true, logger: Logger, clock: WallClock = .system,
+        timeouts: StoreTimeouts = .production
     ) async throws(StoreError) -> PostgresStore {
         var configuration = configuration
-        configuration.options.maximumConnections = max(2, poolSize)
+        // The sequencer keeps a connection of its own (its lock and its LISTEN live on it).
+        configuration.options.maximumConnections = max(2, poolSize) + (sequencing ? 1 : 0)
         configuration.options.connectTimeout = .seconds(5)
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         let task = Task { await client.run() }
@@ -67,15 +76,19 @@ public final class PostgresStore: Store {
             await task.value
             throw error
         }
-        let writerCount = writers ?? max(1, min(4, poolSize / 4))
+        // One writer: it takes every notification waiting when it starts a batch, so batches grow
+        // with the load and each costs its statements and its commit once; on a 2-core host,
+        // one writer per node recorded 10-25 % more per second than two, at a lower p99
+        // (docs/benchmarks.md).
+        let writerCount = writers ?? 1
         return PostgresStore(
-            client: client, task: task, location: location, maxBatch: maxBatch, writers: writerCount, logger: logger, clock: clock,
-            timeouts: timeouts)
+            client: client, task: task, location: location, maxBatch: maxBatch, writers: writerCount, sequencing: sequencing,
+            logger: logger, clock: clock, timeouts: timeouts)
     }
 
     private init(
-        client: PostgresClient, task: Task<Void, Never>, location: String, maxBatch: Int, writers: Int, logger: Logger,
-        clock: WallClock, timeouts: StoreTimeouts
+        client: PostgresClient, task: Task<Void, Never>, location: String, maxBatch: Int, writers: Int, sequencing: Bool,
+        logger: Logger, clock: WallClock, timeouts: StoreTimeouts
     ) {
         self.client = client
         self.clock = clock
@@ -85,10 +98,23 @@ public final class PostgresStore: Store {
         self.logger = logger
         statistics = TableStatistics(client: client, logger: logger)
         node = "\(ProcessInfo.processInfo.hostName)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        let signal = eventSignal
+        let sequencer = sequencing ? EventSequencer(client: client, node: node, logger: logger, feed: eventSignal) : nil
+        self.sequencer = sequencer
+        let wroteEvents = self.wroteEvents
         writer = PostgresBatchWriter(
             client: client, writers: writers, maxBatch: maxBatch, routes: routes, schedule: schedule, logger: logger, clock: clock,
-            timeouts: timeouts, eventsCommitted: { _ in signal.signal() })
+            timeouts: timeouts,
+            eventsCommitted: { _ in
+                wroteEvents.withLock { $0 = true }
+                sequencer?.wake()
+            })
+        sequencer?.start()
+    }
+
+    /// This store committed events: the sequencer numbers them.
+    func eventsCommitted() {
+        wroteEvents.withLock { $0 = true }
+        sequencer?.wake()
     }
 
     // MARK: Writes
@@ -115,7 +141,7 @@ public final class PostgresStore: Store {
             }
             return (outcome, audit.recording(outcome))
         }
-        if outcome.eventsWritten > 0 { eventSignal.signal() }
+        if outcome.eventsWritten > 0 { eventsCommitted() }
         return outcome
     }
 
@@ -133,7 +159,7 @@ public final class PostgresStore: Store {
                 }
                 return (outcome, audit.expecting(outcome))
             }
-            eventSignal.signal()
+            eventsCommitted()
             return outcome
         }
         let result = try await writer.submit(.expectation(scope: Scope(provider: provider, account: account), orderRef: orderRef, amount: amount))
@@ -177,9 +203,61 @@ public final class PostgresStore: Store {
     @discardableResult
     public func close() async throws(StoreError) -> StoreError? {
         await writer.close()
+        var failure: StoreError?
+        if let sequencer {
+            await sequencer.stop()
+        } else if wroteEvents.withLock({ $0 }) {
+            // A command: what it wrote is numbered now unless a node numbers the feed.
+            do {
+                _ = try await withTimeout(timeouts.write) { [client, logger] in try await EventSequencer.drain(client: client, logger: logger) }
+            } catch {
+                failure = StoreError(postgres: error, doing: "number the events written (the next ipnd serve numbers them)")
+            }
+        }
         clientTask.cancel()
         await clientTask.value
-        return nil
+        return failure
+    }
+
+    // MARK: The feed's numbering
+
+    /// Whether this node numbers the feed now (it holds the sequencer lock).
+    public var numbersTheFeed: Bool { sequencer?.isLeading ?? false }
+
+    /// Returns once every event committed before the call is in the feed, or throws when that
+    /// takes longer than `timeout` (no node numbers the feed, or the database is unavailable).
+    public func eventsNumbered(timeout: Duration = .seconds(30)) async throws(StoreError) {
+        guard let pending = try await rows(SQL("SELECT max(row_id) AS newest FROM events_unsequenced"), doing: "read the event queue").first,
+              let newest = try record(pending, { try $0.optionalInt("newest") })
+        else { return }
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            if sequencer == nil {
+                do {
+                    _ = try await EventSequencer.drain(client: client, logger: logger)
+                } catch {
+                    throw StoreError(postgres: error, doing: "number the events")
+                }
+            } else {
+                sequencer?.wake()
+            }
+            var sql = SQL()
+            sql.append("SELECT EXISTS (SELECT 1 FROM events_unsequenced WHERE row_id <= \(sql.bind(newest))) AS waiting")
+            guard let row = try await rows(sql, doing: "read the event queue").first, try record(row, { try $0.bool("waiting") }) else {
+                return
+            }
+            guard ContinuousClock.now < deadline else {
+                throw StoreError(message: "events committed more than \(timeout) ago are not in the feed yet (is a node numbering it?)")
+            }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    public func unsequencedEventCount() async throws(StoreError) -> Int {
+        guard let row = try await rows(SQL("SELECT count(*) AS n FROM events_unsequenced"), doing: "count the event queue").first else {
+            return 0
+        }
+        return Int(try record(row) { try $0.int("n") })
     }
 
     // MARK: Running statements

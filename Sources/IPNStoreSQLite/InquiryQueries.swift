@@ -17,7 +17,7 @@ import IPNCore
 import IPNStore
 
 /// Reconciliation's rows in the SQLite store: claiming due orders from `orders_inquiry_due`,
-/// recording inquiries through the one write path, and reading them back.
+/// recording inquiries through the one write path (`Recording.recordInquiry`), and reading them back.
 enum InquiryQueries {
     /// The columns a due order is read from.
     private static let dueColumns = """
@@ -65,59 +65,12 @@ enum InquiryQueries {
 
     /// Records `inquiry` inside the writer's transaction `tx`.
     static func record(_ inquiry: CompletedInquiry, in tx: WriteContext) throws -> InquiryRecord {
-        let db = tx.db
-        let reader = SQLiteFactsReader(tx: tx)
-        let order = try reader.order(scope: inquiry.scope, orderRef: inquiry.orderRef)
-        try db.cachedStatement(sql: """
-            INSERT INTO inquiries (provider, account, order_ref, order_id, asked_at, trigger, outcome, http_status, provider_status,
-                                   duration_ms, url)
-            VALUES (?, ?, ?, ?, ?, ?, 'error', ?, ?, ?, ?)
-            """).execute(arguments: [
-                inquiry.scope.provider, inquiry.scope.account, inquiry.orderRef, order?.id, inquiry.askedAt, inquiry.trigger.rawValue,
-                inquiry.httpStatus, inquiry.providerStatus, inquiry.durationMs, inquiry.url,
-            ])
-        let inquiryID = db.lastInsertedRowID
-
-        var written: [RecordOutcome] = []
-        var changed = false
-        if case .facts(let facts, let answer) = inquiry.result {
-            for fact in facts {
-                let request = ReceivedRequest(
-                    provider: inquiry.scope.provider, account: inquiry.scope.account, receivedAt: tx.now, clientIP: nil,
-                    target: inquiry.url, headers: answer.headers, body: answer.body, inquiryID: inquiryID)
-                let plan = try Recorder.plan(PreparedEntry(.verified(request, fact)), in: tx)
-                guard InquiryPlanning.writes(plan, fact: fact) else { continue }
-                if !plan.transitions.isEmpty { changed = true }
-                written.append(try Recorder.write(plan, in: tx))
-            }
-        }
-        let after = try reader.order(scope: inquiry.scope, orderRef: inquiry.orderRef)
-        switch InquiryPlanning.scheduleAction(inquiry, order: after, changed: changed, schedule: tx.schedule) {
-        case .none:
-            break
-        case .next(let dueAt, let step):
-            try db.cachedStatement(sql: "UPDATE orders SET inquiry_step = ?, inquiry_due_at = ? WHERE id = ?")
-                .execute(arguments: [step, dueAt, after?.id])
-        case .giveUp:
-            if let after { _ = try Recorder.write(tx.planner.plan(giveUp: after), in: tx) }
-        }
-        let conclusion = InquiryPlanning.conclusion(inquiry.result, written: written)
-        try db.cachedStatement(sql: "UPDATE inquiries SET outcome = ?, notification_id = ?, verdict = ?, error = ? WHERE id = ?")
-            .execute(arguments: [conclusion.outcome.rawValue, conclusion.notificationID, conclusion.verdict?.rawValue, conclusion.error,
-                                 inquiryID])
-        return InquiryRecord(
-            id: inquiryID, provider: inquiry.scope.provider, account: inquiry.scope.account, orderRef: inquiry.orderRef,
-            askedAt: inquiry.askedAt, trigger: inquiry.trigger, outcome: conclusion.outcome, httpStatus: inquiry.httpStatus,
-            providerStatus: inquiry.providerStatus, notificationID: conclusion.notificationID, verdict: conclusion.verdict,
-            error: conclusion.error, durationMs: inquiry.durationMs, url: inquiry.url)
+        try Recording.recordInquiry(inquiry, in: SQLiteSession(tx: tx)).record
     }
 
     /// Gives up on the order `claim` holds, inside the writer's transaction `tx`.
     static func giveUp(_ claim: InquiryClaim, scope: Scope, orderRef: String, in tx: WriteContext) throws -> Bool {
-        let order = try SQLiteFactsReader(tx: tx).order(scope: scope, orderRef: orderRef)
-        guard let order, InquiryPlanning.holds(claim, order: order) else { return false }
-        _ = try Recorder.write(tx.planner.plan(giveUp: order), in: tx)
-        return true
+        try Recording.giveUp(claim, scope: scope, orderRef: orderRef, in: SQLiteSession(tx: tx)).gaveUp
     }
 
     // MARK: Reads

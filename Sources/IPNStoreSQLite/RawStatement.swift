@@ -33,8 +33,20 @@ struct RawStatement {
         sqlite3_reset(handle)
     }
 
+    /// The statement that writes a `Row` (made from its `RowShape`) for this batch, reset.
+    init<Row: StoreRow>(_ tx: WriteContext, writing row: Row.Type) throws {
+        handle = try tx.statements.statement(writing: row).sqliteStatement
+        db = tx.db
+        sqlite3_reset(handle)
+    }
+
     /// Runs a statement that returns no rows, with `values` bound to its parameters in order.
     func run(_ values: RawValue...) throws {
+        try run(values: values)
+    }
+
+    /// Runs a statement that returns no rows, with `values` bound to its parameters in order.
+    func run(values: [RawValue]) throws {
         try withBindings(values) {
             let code = sqlite3_step(handle)
             guard code == SQLITE_DONE else { throw error(code) }
@@ -75,7 +87,7 @@ struct RawStatement {
         for value in values {
             switch value {
             case .text(let text): size += text.utf8.count
-            case .blob(let bytes): size += bytes.count
+            case .bytes(let bytes): size += bytes.count
             case .null, .int: break
             }
         }
@@ -105,7 +117,7 @@ struct RawStatement {
                 code = text.withUTF8Bytes { bytes in
                     sqlite3_bind_text(handle, index, place(UnsafeRawBufferPointer(bytes)), Int32(bytes.count), nil)
                 }
-            case .blob(let bytes):
+            case .bytes(let bytes):
                 code = bytes.isEmpty
                     ? sqlite3_bind_zeroblob(handle, index, 0)
                     : bytes.withUnsafeBytes { sqlite3_bind_blob(handle, index, place($0), Int32($0.count), nil) }
@@ -141,16 +153,8 @@ struct RawStatement {
     }
 }
 
-/// A value to bind.
-enum RawValue {
-    case null
-    case int(Int64)
-    case text(String)
-    case blob([UInt8])
-
-    static func text(_ value: String?) -> RawValue { value.map { .text($0) } ?? .null }
-    static func int(_ value: Int64?) -> RawValue { value.map { .int($0) } ?? .null }
-}
+/// A value to bind: the write path's row values.
+typealias RawValue = RowValue
 
 /// What a job in a group-commit batch writes with: the writer's connection, inside the batch's
 /// transaction, the batch's timestamp, the write path's prepared statements, the delivery
@@ -226,6 +230,7 @@ final class BatchEffects: @unchecked Sendable {
 final class WriteStatements {
     private let db: Database
     private var taken: [Statement?] = Array(repeating: nil, count: WriteSQL.allCases.count)
+    private var writing: [ObjectIdentifier: Statement] = [:]
 
     init(_ db: Database) {
         self.db = db
@@ -237,14 +242,55 @@ final class WriteStatements {
         taken[sql.rawValue] = statement
         return statement
     }
+
+    /// The statement that writes a `Row`, made from its shape.
+    func statement<Row: StoreRow>(writing row: Row.Type) throws -> Statement {
+        let key = ObjectIdentifier(row)
+        if let statement = writing[key] { return statement }
+        let statement = try db.cachedStatement(sql: RowSQL.texts[key] ?? Row.shape.sqliteSQL)
+        writing[key] = statement
+        return statement
+    }
 }
 
-/// The statements every notification runs, and those of payment links, refunds and waiting
-/// notifications (one notification in five, in the bench's mix, registers a link).
+/// The statements that write the write path's rows, made from their shapes once per process.
+enum RowSQL {
+    static let texts: [ObjectIdentifier: String] = {
+        let rows: [any StoreRow.Type] = [
+            OrderRow.self, OrderUpdateRow.self, OrderScheduleRow.self, NotificationRow.self, TransitionRow.self, RefundRow.self,
+            DedupKeyRow.self, LinkRow.self, AdoptedDuplicatesRow.self, WaitingAppliedRow.self, WaitingUnreadableRow.self,
+            EventRow.self, DeliveryRow.self, InquiryRow.self,
+        ]
+        return Dictionary(uniqueKeysWithValues: rows.map { (ObjectIdentifier($0), $0.shape.sqliteSQL) })
+    }()
+}
+
+extension RowShape {
+    /// The statement that writes one row of this shape, its values bound in column order
+    /// (`?N` is the N-th column).
+    var sqliteSQL: String {
+        let numbered = columns.indices.map { "?\($0 + 1)" }
+        switch write {
+        case .insert:
+            return "INSERT INTO \(table) (\(columnList)) VALUES (\(numbered.joined(separator: ", ")))"
+        case .insertUnlessPresent:
+            return "INSERT OR IGNORE INTO \(table) (\(columnList)) VALUES (\(numbered.joined(separator: ", ")))"
+        case .update(_, let condition):
+            let (keys, set) = updateColumns ?? ([], [])
+            let assignments = set.map { "\(columns[$0].name) = \(numbered[$0])" }.joined(separator: ", ")
+            var clauses = keys.map { "\(columns[$0].name) = \(numbered[$0])" }
+            if let condition { clauses.append("(\(condition))") }
+            return "UPDATE \(table) SET \(assignments) WHERE \(clauses.joined(separator: " AND "))"
+        }
+    }
+}
+
+/// The reads every notification runs, and those of payment links, refunds and waiting
+/// notifications (one notification in five, in the bench's mix, registers a link); the rows it
+/// writes have their statements made from their shapes (`RowShape.sqliteSQL`).
 enum WriteSQL: Int, CaseIterable {
-    case dedupKeyLookup, deliveryOrder, dedupKeyInsert, notificationInsert, transitionInsert, refundInsert
-    case orderByRef, orderByID, orderInsert, orderUpdate, eventInsert, deliveryInsert, notificationCount
-    case linkLookup, linkInsert, waitingByLink, refundsOfOrder, transitionExists, refundCurrency
+    case dedupKeyLookup, deliveryOrder, orderByRef, orderByID, notificationCount
+    case linkLookup, waitingByLink, refundsOfOrder, transitionExists, refundCurrency
 
     /// The columns `SQLiteFactsReader` reads an order from, in its order.
     private static let orderColumns = """
@@ -266,55 +312,14 @@ enum WriteSQL: Int, CaseIterable {
             FROM notifications AS n LEFT JOIN orders AS o ON o.id = n.order_id
             WHERE n.id = ?
             """
-        case .dedupKeyInsert:
-            "INSERT INTO dedup_keys (provider, account, dedup_key, notification_id) VALUES (?, ?, ?, ?)"
-        case .notificationInsert:
-            """
-            INSERT INTO notifications (
-                provider, account, received_at, client_ip, target, headers, body, verdict, reason,
-                reason_detail, kind, provider_status, dedup_key, order_ref, order_id, provider_txn_id, link_key,
-                amount_minor, currency, detail, pending_effect, reverified_from, inquiry_id
-            ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """
-        case .transitionInsert:
-            "INSERT INTO transitions (order_id, from_state, to_state, at, notification_id) VALUES (?, ?, ?, ?, ?)"
-        case .refundInsert:
-            "INSERT OR IGNORE INTO refunds (order_id, refund_id, amount_minor, notification_id) VALUES (?, ?, ?, ?)"
         case .orderByRef:
             "SELECT \(Self.orderColumns) FROM orders WHERE provider = ? AND account = ? AND order_ref = ?"
         case .orderByID:
             "SELECT \(Self.orderColumns) FROM orders WHERE id = ?"
-        case .orderInsert:
-            """
-            INSERT INTO orders (provider, account, order_ref, provider_txn_id, state, amount_minor, currency,
-                                refunded_minor, expected_amount_minor, expected_currency, flags, created_at, updated_at,
-                                inquiry_from, inquiry_step, inquiry_due_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """
-        case .orderUpdate:
-            """
-            UPDATE orders SET state = ?, amount_minor = ?, currency = ?, refunded_minor = ?, expected_amount_minor = ?,
-                              expected_currency = ?, flags = ?, provider_txn_id = ?, updated_at = ?,
-                              inquiry_from = ?, inquiry_step = ?, inquiry_due_at = ?
-            WHERE id = ?
-            """
-        case .eventInsert:
-            """
-            INSERT INTO events (id, type, occurred_at, provider, account, order_id, order_ref, order_json, from_state,
-                                to_state, flag, notification_id, provider_status)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """
-        case .deliveryInsert:
-            """
-            INSERT INTO deliveries (target, event_seq, order_id, state, next_attempt_at, created_at)
-            VALUES (?, ?, ?, 'pending', ?, ?)
-            """
         case .notificationCount:
             NotificationCounts.incrementSQL
         case .linkLookup:
             "SELECT order_id FROM payment_links WHERE provider = ? AND account = ? AND link_key = ?"
-        case .linkInsert:
-            "INSERT OR IGNORE INTO payment_links (provider, account, link_key, order_id) VALUES (?, ?, ?, ?)"
         case .waitingByLink:
             """
             SELECT id, pending_effect FROM notifications

@@ -16,151 +16,75 @@ import GRDB
 import IPNCore
 import IPNStore
 
-/// The SQLite side of the one write path: reads a notification's facts inside the writer's
-/// transaction, lets `RecordingPlanner` decide, and writes its plan. The rules are the
-/// planner's; this file only reads and writes rows.
-enum Recorder {
-    static func record(_ prepared: PreparedEntry, in tx: WriteContext) throws -> RecordOutcome {
-        try write(plan(prepared, in: tx), in: tx)
+/// The SQLite side of the one write path: the writer's transaction as `Recording` reads and
+/// writes it. The rules are the planner's and the rows `Recording`'s; this only runs each row's
+/// statement, as it comes, on the writer's connection.
+struct SQLiteSession: RecordingSession {
+    let tx: WriteContext
+
+    var facts: SQLiteFactsReader { SQLiteFactsReader(tx: tx) }
+    var planner: RecordingPlanner { tx.planner }
+    var now: String { tx.now }
+
+    /// The id SQLite would give the next inquiry row (one writer: nothing else inserts meanwhile).
+    func nextInquiryID() throws -> Int64 {
+        try Int64.fetchOne(tx.db, sql: "SELECT COALESCE(MAX(id), 0) + 1 FROM inquiries") ?? 1
     }
 
-    /// Reads the entry's facts and lets `RecordingPlanner` decide, writing nothing: inside the
-    /// writer's transaction before `write`, or alone in a read transaction for a dry run.
-    static func plan(_ prepared: PreparedEntry, in tx: WriteContext) throws -> WritePlan {
-        let planner = tx.planner
-        switch prepared.entry {
-        case .rejected(let request, let rejection):
-            return planner.plan(rejected: request, rejection)
-        case .verified(let request, let notification):
-            let scope = Scope(provider: request.provider, account: request.account)
-            let facts = try RecordingFacts.read(for: notification, scope: scope, from: SQLiteFactsReader(tx: tx))
-            return planner.plan(verified: request, notification, detailJSON: prepared.detailJSON, facts: facts)
+    func insertOrder(_ row: OrderRow) throws -> Int64 {
+        try RawStatement(tx, writing: OrderRow.self).run(values: row.values)
+        return tx.db.lastInsertedRowID
+    }
+
+    func insertNotification(_ row: NotificationRow) throws -> Int64 {
+        try RawStatement(tx, writing: NotificationRow.self).run(values: row.values)
+        let planned = row.planned
+        // The overview's hourly count (`notification_counts`), written before the batch commits.
+        tx.countNotification(
+            receivedAt: planned.request.receivedAt, provider: planned.request.provider, account: planned.request.account,
+            verdict: planned.verdict, reason: planned.reason)
+        return tx.db.lastInsertedRowID
+    }
+
+    /// The event, numbered as it is inserted (one writer: seq order is commit order), and its deliveries.
+    func insertEvent(_ row: EventRow) throws {
+        try RawStatement(tx, writing: EventRow.self).run(values: row.values)
+        let seq = tx.db.lastInsertedRowID
+        for target in row.targets {
+            try write(DeliveryRow(target: target, eventSeq: seq, orderID: row.orderID, createdAt: row.occurredAt))
         }
+        tx.wroteEvents()
+    }
+
+    func applyWaiting(_ row: WaitingAppliedRow) throws {
+        // Its hourly count moves from `unlinked` to the verdict it ends with; moving a count reads
+        // it, so the batch's counts so far are written first.
+        try tx.writeCounts()
+        try NotificationCounts.remove(tx.db, notificationID: row.id)
+        try write(row)
+        try NotificationCounts.add(tx.db, notificationID: row.id)
+    }
+
+    func write<Row: StoreRow>(_ row: Row) throws {
+        try RawStatement(tx, writing: Row.self).run(values: row.values)
+    }
+}
+
+/// The write path's entry points on the writer's transaction.
+enum Recorder {
+    static func record(_ prepared: PreparedEntry, in tx: WriteContext) throws -> RecordOutcome {
+        try Recording.record(prepared, in: SQLiteSession(tx: tx))
+    }
+
+    /// Reads the entry's facts and lets `RecordingPlanner` decide, writing nothing (a dry run,
+    /// alone in a read transaction).
+    static func plan(_ prepared: PreparedEntry, in tx: WriteContext) throws -> WritePlan {
+        try Recording.plan(prepared, in: SQLiteSession(tx: tx))
     }
 
     /// Registers the amount and currency `orderRef` must be paid with.
     static func setExpectation(_ amount: Money, scope: Scope, orderRef: String, in tx: WriteContext) throws -> ExpectationOutcome {
-        let order = try SQLiteFactsReader(tx: tx).order(scope: scope, orderRef: orderRef)
-        let (plan, outcome) = tx.planner.plan(expectation: amount, scope: scope, orderRef: orderRef, order: order)
-        _ = try write(plan, in: tx)
-        return outcome
-    }
-
-    /// Writes `plan`: the order, the notification, then the rows that name them.
-    static func write(_ plan: WritePlan, in tx: WriteContext) throws -> RecordOutcome {
-        let db = tx.db
-        var orderID: Int64?
-        if let write = plan.order {
-            orderID = try writeOrder(write, tx)
-        }
-        var notificationID: Int64 = 0
-        if let planned = plan.notification {
-            let linkedOrder: Int64? = switch planned.order {
-            case .none: nil
-            case .stored(let id): id
-            case .planned: orderID
-            }
-            notificationID = try insertNotification(planned, orderID: linkedOrder, tx)
-        }
-        if let orderID {
-            for transition in plan.transitions {
-                try RawStatement(tx, .transitionInsert).run(
-                    .int(orderID), .text(transition.from?.rawValue), .text(transition.to.rawValue), .text(tx.now),
-                    .int(transition.cause.notificationID(planned: notificationID)))
-            }
-            for refund in plan.refunds {
-                try RawStatement(tx, .refundInsert).run(
-                    .int(orderID), .text(refund.refundID), .int(refund.amountMinor), .int(refund.cause.notificationID(planned: notificationID)))
-            }
-        }
-        if let key = plan.dedupKey, let request = plan.notification?.request {
-            try RawStatement(tx, .dedupKeyInsert).run(.text(request.provider), .text(request.account), .text(key), .int(notificationID))
-        }
-        if let order = plan.order?.order, let orderID {
-            let scope = order.scope
-            if let key = plan.linkToRegister {
-                try RawStatement(tx, .linkInsert).run(.text(scope.provider), .text(scope.account), .text(key), .int(orderID))
-            }
-            if let key = plan.adoptWaitingDuplicates {
-                try db.cachedStatement(sql: """
-                    UPDATE notifications SET order_id = ?, order_ref = ?
-                    WHERE provider = ? AND account = ? AND link_key = ? AND verdict = 'duplicate' AND order_id IS NULL
-                    """).execute(arguments: [orderID, order.orderRef, scope.provider, scope.account, key])
-            }
-            // Moving a count reads it: the batch's counts so far are written first.
-            if !plan.waitingUpdates.isEmpty { try tx.writeCounts() }
-            for update in plan.waitingUpdates {
-                switch update {
-                case .applied(let id, let verdict, let reason, let detail):
-                    // Its hourly count moves from `unlinked` to the verdict it ends with.
-                    try NotificationCounts.remove(db, notificationID: id)
-                    try db.cachedStatement(sql: """
-                        UPDATE notifications SET verdict = ?, reason = ?, reason_detail = ?, order_id = ?, order_ref = ?,
-                        pending_effect = NULL WHERE id = ?
-                        """).execute(arguments: [verdict.rawValue, reason, detail, orderID, order.orderRef, id])
-                    try NotificationCounts.add(db, notificationID: id)
-                case .unreadable(let id, let detail):
-                    try db.cachedStatement(sql: "UPDATE notifications SET reason_detail = ? WHERE id = ?").execute(arguments: [detail, id])
-                }
-            }
-            for event in plan.events {
-                try RawStatement(tx, .eventInsert).run(
-                    .text(EventID.next()), .text(event.type.rawValue), .text(tx.now), .text(scope.provider),
-                    .text(scope.account), .int(orderID), .text(order.orderRef), .text(event.orderJSON),
-                    .text(event.from?.rawValue), .text(event.to.rawValue), .text(event.flag), .int(event.cause.notificationID(planned: notificationID)),
-                    .text(event.providerStatus))
-                let seq = db.lastInsertedRowID
-                for target in event.routes {
-                    try RawStatement(tx, .deliveryInsert).run(.text(target), .int(seq), .int(orderID), .text(tx.now), .text(tx.now))
-                }
-                tx.wroteEvents()
-            }
-        }
-        var outcome = plan.outcome
-        outcome.notificationID = notificationID
-        return outcome
-    }
-
-    private static func writeOrder(_ write: OrderWrite, _ tx: WriteContext) throws -> Int64 {
-        switch write {
-        case .insert(let order):
-            try RawStatement(tx, .orderInsert).run(
-                .text(order.scope.provider), .text(order.scope.account), .text(order.orderRef), .text(order.providerTxnID),
-                .text(order.state.rawValue), .int(order.amount?.minor), .text(order.amount?.currency), .int(order.refundedMinor),
-                .int(order.expected?.minor), .text(order.expected?.currency), .text(order.flagsText), .text(order.createdAt),
-                .text(order.updatedAt), .text(order.inquiry.from), .int(Int64(order.inquiry.step)), .text(order.inquiry.dueAt))
-            return tx.db.lastInsertedRowID
-        case .update(let order):
-            guard let id = order.id else { throw StoreError(message: "an order to update has no id") }
-            try RawStatement(tx, .orderUpdate).run(
-                .text(order.state.rawValue), .int(order.amount?.minor), .text(order.amount?.currency), .int(order.refundedMinor),
-                .int(order.expected?.minor), .text(order.expected?.currency), .text(order.flagsText),
-                .text(order.providerTxnID), .text(order.updatedAt), .text(order.inquiry.from), .int(Int64(order.inquiry.step)),
-                .text(order.inquiry.dueAt), .int(id))
-            return id
-        case .unchanged(let order):
-            guard let id = order.id else { throw StoreError(message: "an order left unchanged has no id") }
-            return id
-        }
-    }
-
-    private static func insertNotification(_ planned: PlannedNotification, orderID: Int64?, _ tx: WriteContext) throws -> Int64 {
-        let request = planned.request
-        let notification = planned.notification
-        try RawStatement(tx, .notificationInsert).run(
-            .text(request.provider), .text(request.account), .text(request.receivedAt), .text(request.clientIP),
-            .text(request.target), .text(request.headers), .blob(request.body), .text(planned.verdict.rawValue),
-            .text(planned.reason), .text(planned.reasonDetail), .text(notification?.kind.rawValue),
-            .text(notification?.providerStatus), .text(notification?.dedupKey), .text(planned.orderRef), .int(orderID),
-            .text(notification?.providerTxnID), .text(notification?.link?.key), .int(notification?.amount?.minor),
-            .text(notification?.amount?.currency), .text(planned.detailJSON), .text(planned.pendingEffect),
-            .int(request.reverifiedFrom), .int(request.inquiryID))
-        let id = tx.db.lastInsertedRowID
-        // The overview's hourly count (`notification_counts`), written before the batch commits.
-        tx.countNotification(
-            receivedAt: request.receivedAt, provider: request.provider, account: request.account, verdict: planned.verdict,
-            reason: planned.reason)
-        return id
+        try Recording.setExpectation(amount, scope: scope, orderRef: orderRef, in: SQLiteSession(tx: tx))
     }
 }
 
@@ -235,23 +159,6 @@ struct SQLiteFactsReader: FactsReader {
             throw StoreError(message: "an order has an unknown state \"\(text)\" in the store")
         }
         return state
-    }
-}
-
-/// An entry, with what needs no database worked out by the caller before the writer's turn: the
-/// writer is the one serial stage, so the notification's details become JSON text beforehand.
-struct PreparedEntry: Sendable {
-    let entry: InboxEntry
-    /// The verified notification's `detail` as a JSON object, nil when it has none.
-    let detailJSON: String?
-
-    init(_ entry: InboxEntry) {
-        self.entry = entry
-        if case .verified(_, let notification) = entry, !notification.detail.isEmpty {
-            detailJSON = JSONText.object(notification.detail)
-        } else {
-            detailJSON = nil
-        }
     }
 }
 

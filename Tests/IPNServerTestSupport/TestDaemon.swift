@@ -213,6 +213,9 @@ final class TestDaemon: Sendable {
         try await task.value
     }
 
+    /// Coalesces concurrent waits for the feed (`eventsNumbered`).
+    let feedCheck = CoalescedCheck()
+
     struct Answer: Sendable {
         let status: Int
         let headers: HTTPHeaders
@@ -220,8 +223,28 @@ final class TestDaemon: Sendable {
         var text: String { String(decoding: body, as: UTF8.self) }
     }
 
+    /// A provider's request. On PostgreSQL, returns once the events it committed are in the feed
+    /// (numbered just after their commit, `EventSequencer`), so that a test reads them next.
     func post(_ path: String, body: [UInt8], headers: [(String, String)] = []) async throws -> Answer {
-        try await send(.POST, path, body: body, headers: headers, port: ports.provider)
+        let answer = try await send(.POST, path, body: body, headers: headers, port: ports.provider)
+        if answer.status == 200 { try await eventsNumbered() }
+        return answer
+    }
+
+    /// On PostgreSQL, waits (30 s at most) until no event committed before the call waits to be
+    /// numbered into the feed. Concurrent callers share one psql check at a time.
+    func eventsNumbered(sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        guard postgres != nil else { return }
+        try await feedCheck.settle { [self] in
+            let deadline = ContinuousClock.now + .seconds(30)
+            while try count("SELECT count(*) FROM events_unsequenced") != 0 {
+                guard ContinuousClock.now < deadline else {
+                    Issue.record("committed events still not in the feed after 30 s", sourceLocation: sourceLocation)
+                    return
+                }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
     }
 
     func get(_ path: String, ops: Bool = false, headers: [(String, String)] = []) async throws -> Answer {
@@ -378,3 +401,41 @@ enum Fixture {
 
 /// `Daemon.run` returned without error before both listeners were bound.
 struct DaemonDidNotListen: Error {}
+
+/// One check at a time for many callers: a caller returns once a check that started after it
+/// asked has passed.
+actor CoalescedCheck {
+    private var asked = 0
+    private var passed = 0
+    private var running: Task<Void, any Error>?
+
+    func settle(_ check: @escaping @Sendable () async throws -> Void) async throws {
+        asked += 1
+        let ticket = asked
+        while passed < ticket {
+            let current: Task<Void, any Error>
+            if let running {
+                current = running
+            } else {
+                let covers = asked
+                current = Task {
+                    do {
+                        try await check()
+                    } catch {
+                        await self.ended(covering: nil)
+                        throw error
+                    }
+                    await self.ended(covering: covers)
+                }
+                running = current
+            }
+            // The check's own task records its end before this returns: no caller spins.
+            try await current.value
+        }
+    }
+
+    private func ended(covering covers: Int?) {
+        if let covers { passed = max(passed, covers) }
+        running = nil
+    }
+}

@@ -22,17 +22,8 @@ import Testing
 /// server drops every connection to it.
 @Suite("Two nodes on one PostgreSQL database", .serialized, .enabled(if: PostgresTestServer.fromEnvironment() != nil))
 struct ClusterTests {
-    /// Runs the tool with `arguments`; returns its summary's counts.
     private func cluster(_ arguments: [String], timeout: Double = 400) async throws -> [String: String] {
-        let result = try await runPythonTool("cluster_test.py", ["--binary", ipndBinary.path, "--shared-server"] + arguments, timeout: timeout)
-        let summary = result.stdout.split(separator: "\n").last { $0.hasPrefix("cluster-test: ") && $0.contains("=") } ?? ""
-        #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
-        #expect(result.stdout.contains("cluster-test: PASS"), "\(result.stdout)")
-        print(summary)
-        return Dictionary(summary.dropFirst("cluster-test: ".count).split(separator: " ").compactMap { pair in
-            let parts = pair.split(separator: "=", maxSplits: 1)
-            return parts.count == 2 ? (String(parts[0]), String(parts[1])) : nil
-        }, uniquingKeysWith: { first, _ in first })
+        try await clusterTest(arguments, timeout: timeout)
     }
 
     @Test("ten concurrent deliveries of one notification split across both nodes: one applied; shuffled lifecycles end as on one node; the feed under two-node load has every seq once, ascending; each event delivered once", .heavy(.double))

@@ -48,6 +48,9 @@ struct PostgresUnavailable: Error, CustomStringConvertible {
 final class StoreUnderTest: Sendable {
     let backend: Backend
     let store: any Store
+    /// The PostgreSQL database's configuration and name (nil on SQLite).
+    let postgres: (configuration: PostgresClient.Configuration, name: String)?
+    var postgresDatabase: String? { postgres?.name }
     /// A statement run outside the store, as an independent reader or writer would.
     enum Raw: Sendable {
         case count(String)
@@ -63,10 +66,11 @@ final class StoreUnderTest: Sendable {
     private let countQuery: @Sendable (Raw) async throws -> RawResult
     private let onClose: @Sendable () -> Void
 
-    private init(backend: Backend, store: any Store, countQuery: @escaping @Sendable (Raw) async throws -> RawResult,
-                 onClose: @escaping @Sendable () -> Void) {
+    private init(backend: Backend, store: any Store, postgres: (configuration: PostgresClient.Configuration, name: String)? = nil,
+                 countQuery: @escaping @Sendable (Raw) async throws -> RawResult, onClose: @escaping @Sendable () -> Void) {
         self.backend = backend
         self.store = store
+        self.postgres = postgres
         self.countQuery = countQuery
         self.onClose = onClose
     }
@@ -77,32 +81,13 @@ final class StoreUnderTest: Sendable {
         _ = try await store.close()
     }
 
-    static func make(_ backend: Backend, maxBatch: Int = 256, routes: [DeliveryRoute] = []) async throws -> StoreUnderTest {
+    static func make(_ backend: Backend, maxBatch: Int = 256, routes: [DeliveryRoute] = [], sequencing: Bool = true) async throws
+        -> StoreUnderTest
+    {
         switch backend {
         case .postgres:
             let (configuration, name) = try await freshPostgresDatabase()
-            let store = try await PostgresStore.open(
-                configuration: configuration, location: name, poolSize: 8, maxBatch: maxBatch, logger: testLogger, timeouts: .busyMachine)
-            store.setDeliveryRoutes(routes)
-            try await store.registerDeliveryTargets(routes.map(\.name))
-            let counter = PostgresClient(configuration: configuration, backgroundLogger: testLogger)
-            let task = Task { await counter.run() }
-            return StoreUnderTest(backend: backend, store: store, countQuery: { raw in
-                var result = RawResult()
-                switch raw {
-                case .count(let sql):
-                    for try await count in try await counter.query(PostgresQuery(unsafeSQL: sql), logger: testLogger).decode(Int64?.self) {
-                        result.count = Int(count ?? -1)
-                    }
-                case .text(let sql):
-                    for try await text in try await counter.query(PostgresQuery(unsafeSQL: sql), logger: testLogger).decode(String?.self) {
-                        result.text = text
-                    }
-                case .execute(let sql):
-                    _ = try await counter.query(PostgresQuery(unsafeSQL: sql), logger: testLogger)
-                }
-                return result
-            }, onClose: { task.cancel() })
+            return try await postgres(configuration, name, maxBatch: maxBatch, routes: routes, sequencing: sequencing)
         case .sqlite:
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ipnd-store-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -121,6 +106,41 @@ final class StoreUnderTest: Sendable {
                 }
             }, onClose: {})
         }
+    }
+
+    /// A store on the PostgreSQL database `name`, with a client of its own to count rows.
+    private static func postgres(
+        _ configuration: PostgresClient.Configuration, _ name: String, maxBatch: Int, routes: [DeliveryRoute], sequencing: Bool
+    ) async throws -> StoreUnderTest {
+        let store = try await PostgresStore.open(
+            configuration: configuration, location: name, poolSize: 8, maxBatch: maxBatch, sequencing: sequencing, logger: testLogger,
+            timeouts: .busyMachine)
+        store.setDeliveryRoutes(routes)
+        try await store.registerDeliveryTargets(routes.map(\.name))
+        let counter = PostgresClient(configuration: configuration, backgroundLogger: testLogger)
+        let task = Task { await counter.run() }
+        return StoreUnderTest(backend: .postgres, store: store, postgres: (configuration, name), countQuery: { raw in
+            var result = RawResult()
+            switch raw {
+            case .count(let sql):
+                for try await count in try await counter.query(PostgresQuery(unsafeSQL: sql), logger: testLogger).decode(Int64?.self) {
+                    result.count = Int(count ?? -1)
+                }
+            case .text(let sql):
+                for try await text in try await counter.query(PostgresQuery(unsafeSQL: sql), logger: testLogger).decode(String?.self) {
+                    result.text = text
+                }
+            case .execute(let sql):
+                _ = try await counter.query(PostgresQuery(unsafeSQL: sql), logger: testLogger)
+            }
+            return result
+        }, onClose: { task.cancel() })
+    }
+
+    /// Another store on the same PostgreSQL database: a second node.
+    func sibling(routes: [DeliveryRoute] = []) async throws -> StoreUnderTest {
+        guard let postgres else { throw PostgresUnavailable() }
+        return try await Self.postgres(postgres.configuration, postgres.name, maxBatch: 256, routes: routes, sequencing: true)
     }
 
     /// The single integer a SQL query (standard SQL, the same on every backend) returns.
@@ -146,9 +166,17 @@ final class StoreUnderTest: Sendable {
         try await store.record(.verified(request(provider: provider), notification))
     }
 
-    /// Every event in the feed, ascending.
+    /// Every event in the feed, ascending, once every event committed so far is in it.
     func allEvents() async throws -> [EventRecord] {
-        try await store.events(EventFilter(after: 0, limit: 100_000)).events
+        try await settle()
+        return try await store.events(EventFilter(after: 0, limit: 100_000)).events
+    }
+
+    /// Returns once every event committed so far is in the feed, with its deliveries: at once on
+    /// SQLite, which numbers events as it writes them; PostgreSQL numbers them just after their
+    /// commit (`EventSequencer`).
+    func settle() async throws {
+        if let postgres = store as? PostgresStore { try await postgres.eventsNumbered() }
     }
 }
 

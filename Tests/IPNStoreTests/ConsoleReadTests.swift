@@ -153,6 +153,7 @@ struct ConsoleReadTests {
         _ = try await test.record(notification("pending", .transition(.pending)))
         _ = try await test.record(notification("paid", .transition(.paid)))
         _ = try await test.record(notification("other", .transition(.paid), order: "O2"))
+        try await test.settle()
         let order = try #require(try await test.order("O1"))
         let deliveries = try await test.store.deliveries(orderID: order.order.id)
         #expect(deliveries.map(\.orderRef) == ["O1", "O1"])

@@ -143,6 +143,7 @@ struct EventTests {
         let test = try await StoreUnderTest.make(backend, routes: routes)
         _ = try await test.store.setExpectation(provider: "test", account: "default", orderRef: "O1", amount: Money(minor: 100, currency: "USD"))
         _ = try await test.record(notification("paid", .transition(.paid)))  // 5.00 USD: a mismatch
+        try await test.settle()
         let deliveries = try await test.store.deliveries(DeliveryFilter(limit: 100))
         #expect(deliveries.map(\.target).sorted() == ["everything", "everything", "flags"])
         #expect(deliveries.allSatisfy { $0.state == .pending && $0.attempts == 0 && $0.orderRef == "O1" })
@@ -161,6 +162,7 @@ struct EventTests {
             _ = try await test.record(notification("p\(index)", .transition(.paid), order: "P\(index)"), provider: "test")
             _ = try await test.record(notification("q\(index)", .transition(.paid), order: "Q\(index)"), provider: "other")
         }
+        try await test.settle()
         var page = try await test.store.events(EventFilter(after: 0, limit: 4))
         #expect(page.events.map(\.seq) == [1, 2, 3, 4] && page.nextAfter == 4)
         page = try await test.store.events(EventFilter(after: 8, limit: 4))
@@ -203,6 +205,8 @@ struct EventTests {
             }
             try await group.waitForAll()
         }
+        // Every event committed is in the feed (PostgreSQL numbers them just after their commit).
+        try await test.settle()
         done.withLock { $0 = true }
         let seen = try await reader.value
         #expect(seen.count == total)

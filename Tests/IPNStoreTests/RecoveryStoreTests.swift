@@ -33,6 +33,7 @@ struct RecoveryStoreTests {
     func planWritesNothing(backend: Backend) async throws {
         let test = try await StoreUnderTest.make(backend, routes: [DeliveryRoute(name: "app")])
         _ = try await test.record(notification("first", .transition(.authorized)))
+        try await test.settle()
         let rowCounts = "SELECT (SELECT COUNT(*) FROM notifications) * 1000000 + (SELECT COUNT(*) FROM events) * 1000 + (SELECT COUNT(*) FROM deliveries)"
         let before = try await test.count(rowCounts)
         let paid = notification("paid", .transition(.paid))
@@ -163,6 +164,7 @@ struct RetentionStoreTests {
         for index in 7...8 {
             _ = try await test.record(notification("q\(index)", .transition(.paid), order: "Q\(index)"), provider: "other")
         }
+        try await test.settle()
         // 1, 2, 4 delivered, 3 failed, 5 and 6 still pending.
         let now = Timestamp.format(epochMilliseconds: Int64(Date().timeIntervalSince1970 * 1000))
         let claimed = try await test.store.claimDeliveries(target: "app", limit: 10, now: "9999-01-01T00:00:00.000Z",
@@ -205,6 +207,7 @@ struct RetentionStoreTests {
         #expect(try await test.count("SELECT COUNT(*) FROM orders WHERE state = 'paid'") == 8)
         // The next event goes on from seq 9.
         _ = try await test.record(notification("p9", .transition(.paid), order: "P9"))
+        try await test.settle()
         #expect(try await test.store.events(EventFilter(after: 8)).events.map(\.seq) == [9])
         try await test.close()
     }

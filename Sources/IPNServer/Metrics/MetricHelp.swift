@@ -47,6 +47,8 @@ enum MetricHelp {
         "ipnd_store_checkpoint_duration_seconds": "WAL checkpoints copying the log back into the database file, in seconds.",
         "ipnd_store_checkpoint_failures_total": "WAL checkpoints that failed.",
         "ipnd_orders": "Orders in the store by state, read at each scrape.",
+        "ipnd_events_unsequenced":
+            "Order events committed but not yet numbered into the feed (PostgreSQL numbers them just after their commit; always 0 on SQLite), read at each scrape.",
         // Deliveries to the merchant's application
         "ipnd_deliveries_total":
             "Event deliveries to the merchant's application by target and outcome: delivered (2xx), retried (tried again later) or failed (no longer retried).",

@@ -45,6 +45,8 @@ final class MetricsRegistry: Sendable {
     /// `ipnd_orders_awaiting_inquiry` and `ipnd_orders_unsettled`, read from the store at each scrape.
     private let awaitingInquiry: CoreMetrics.Gauge
     private let unsettled: CoreMetrics.Gauge
+    /// `ipnd_events_unsequenced`, read from the store at each scrape.
+    private let unsequencedEvents: CoreMetrics.Gauge
 
     init() {
         var factory = PrometheusMetricsFactory(registry: registry)
@@ -75,6 +77,7 @@ final class MetricsRegistry: Sendable {
         ordersByState = gauges
         awaitingInquiry = CoreMetrics.Gauge(label: "ipnd_orders_awaiting_inquiry", factory: factory)
         unsettled = CoreMetrics.Gauge(label: "ipnd_orders_unsettled", factory: factory)
+        unsequencedEvents = CoreMetrics.Gauge(label: "ipnd_events_unsequenced", factory: factory)
         CoreMetrics.Gauge(label: "ipnd_build_info", dimensions: [("version", BuildInfo.version)], factory: factory).record(1)
     }
 
@@ -102,6 +105,7 @@ final class MetricsRegistry: Sendable {
             awaitingInquiry.record(Double(backlog.awaiting))
             unsettled.record(Double(backlog.unsettled))
         }
+        if let waiting = try? await store.unsequencedEventCount() { unsequencedEvents.record(Double(waiting)) }
         if let counts = try? await store.orderCountsByState() {
             for (state, gauge) in ordersByState { gauge.record(Double(counts[state] ?? 0)) }
         }
