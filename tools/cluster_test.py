@@ -579,7 +579,7 @@ def verify_deliveries(pg, receiver, exactly_once):
     twice = [seq for seq, count in delivered.items() if count > 1]
     if exactly_once and twice:
         failures.append(f"events delivered twice with no crash or restart: {sorted(twice)[:10]}")
-    # Per order, each event first delivered after the one before it (product.md section 8).
+    # Per order, each event first delivered after the one before it (README, "Connecting your application").
     first = {}
     for request in requests:
         if request["answer"] == "200":

@@ -21,7 +21,7 @@ import Logging
 import PostgresNIO
 import Testing
 
-/// The feed's numbering (product.md section 8 as docs/reliability.md states it): seqs increase in
+/// The feed's numbering (as docs/reliability.md states it): seqs increase in
 /// the order events enter the feed, with no gap a reader can fall into, one order's events in
 /// their commit order. SQLite numbers events as its one writer inserts them; PostgreSQL after
 /// their commit (`EventSequencer`), so that writers of several nodes never wait for each other.
