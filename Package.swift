@@ -313,6 +313,7 @@ let package = Package(
                 "IPNStorePostgres", "IPNStore", "IPNCore", "IPNTestSupport", "IPNStoreTestSupport", "IPNServerTestSupport",
                 .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
             ],
+            resources: [.copy("Fixtures")],
             swiftSettings: swiftSettings
         ),
     ]

@@ -107,6 +107,70 @@ struct PostgresUpgradeTests {
         for store in stores { _ = try await store.close() }
     }
 
+    @Test("a store ipnd e391700 wrote (its own pg_dump: seven notifications, pending and delivered deliveries) upgrades under two starting nodes: every event keeps its seq and id, cursors read as before, owed deliveries go first per order in seq order, new events follow from the next seq")
+    func upgradeFromDump() async throws {
+        guard let server = PostgresTestServer.fromEnvironment() else { throw PostgresUnavailable() }
+        let (configuration, name) = try await freshPostgresDatabase()
+        let fixture = try #require(Bundle.module.url(forResource: "store-p4-e391700", withExtension: "sql", subdirectory: "Fixtures"))
+        let dump = try String(contentsOf: fixture, encoding: .utf8)
+        _ = try server.psql(dump, database: name)
+        // What the old ipnd left, read before the upgrade as any SQL client would.
+        func rows(_ sql: String) throws -> [[Substring]] {
+            try server.psql(sql, database: name).split(separator: "\n").map { $0.split(separator: "|", omittingEmptySubsequences: false) }
+        }
+        let oldEvents = try rows("SELECT seq, id, order_ref FROM events ORDER BY seq")
+        #expect(oldEvents.count == 7)
+        // Per order, the seqs still owed to `app`, oldest first.
+        var owed: [Substring: [Int64]] = [:]
+        for row in try rows("""
+            SELECT e.order_ref, e.seq FROM deliveries d JOIN events e ON e.seq = d.event_seq
+            WHERE d.target = 'app' AND d.state = 'pending' ORDER BY e.seq
+            """) {
+            owed[row[0], default: []].append(Int64(row[1]) ?? -1)
+        }
+        #expect(owed.values.reduce(0) { $0 + $1.count } == 7)
+        #expect(try rows("SELECT count(*) FROM deliveries WHERE target = 'ledger' AND state = 'delivered'") == [["7"]])
+
+        async let first = PostgresStore.open(configuration: configuration, location: name, poolSize: 4, logger: testLogger)
+        async let second = PostgresStore.open(configuration: configuration, location: name, poolSize: 4, logger: testLogger)
+        let stores = try await [first, second]
+        for store in stores { store.setDeliveryRoutes([DeliveryRoute(name: "app"), DeliveryRoute(name: "ledger")]) }
+        let store = stores[0]
+        let migrations = try await migrationsApplied(configuration)
+        #expect(migrations.count == PostgresSchema.migrations.count)
+        #expect(migrations.filter { $0.hasPrefix("p5:") || $0.hasPrefix("p6:") }.count == 2)
+
+        // Every old event as it was; a consumer at any cursor reads what it read before.
+        let old = try await store.events(EventFilter(after: 0))
+        #expect(old.events.map { "\($0.seq)|\($0.id)|\($0.orderRef)" } == oldEvents.map { $0.joined(separator: "|") })
+        #expect(try await store.events(EventFilter(after: 4)).events.map(\.seq) == [5, 6, 7])
+        #expect(try await store.events(EventFilter(after: 7)).events.isEmpty)
+
+        // New changes on both nodes follow from seq 8.
+        _ = try await stores[1].record(.verified(request(), notification("new-auth", .transition(.authorized), order: "NEW-1")))
+        _ = try await store.record(.verified(request(), notification("new-paid", .transition(.paid), order: "NEW-1")))
+        for store in stores { try await store.eventsNumbered() }
+        let new = try await store.events(EventFilter(after: 7))
+        #expect(new.events.map(\.seq) == [8, 9] && new.events.allSatisfy { $0.orderRef == "NEW-1" })
+
+        // `app` is owed every old event and the new ones: per order, the oldest owed first.
+        var delivered: [String: [Int64]] = [:]
+        for _ in 0..<10 {
+            let claimed = try await store.claimDeliveries(
+                target: "app", limit: 50, now: "9999-01-01T00:00:00.000Z", leaseUntil: "9999-01-01T00:01:00.000Z", owner: "test")
+            if claimed.isEmpty { break }
+            #expect(Set(claimed.map(\.event.orderRef)).count == claimed.count, "one delivery per order at a time")
+            for delivery in claimed { delivered[delivery.event.orderRef, default: []].append(delivery.event.seq) }
+            try await store.finishDeliveries(claimed.map {
+                DeliveryAttemptOutcome(id: $0.id, attemptedAt: "2026-12-07T13:10:00.000Z", status: 200, error: nil, outcome: .delivered)
+            }, owner: "test")
+        }
+        var expected = Dictionary(uniqueKeysWithValues: owed.map { (String($0.key), $0.value) })
+        expected["NEW-1"] = [8, 9]
+        #expect(delivered == expected)
+        for store in stores { _ = try await store.close() }
+    }
+
     private func migrationsApplied(_ configuration: PostgresClient.Configuration) async throws -> [String] {
         let client = PostgresClient(configuration: configuration, backgroundLogger: testLogger)
         let task = Task { await client.run() }
