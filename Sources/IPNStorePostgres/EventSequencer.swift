@@ -116,8 +116,15 @@ final class EventSequencer: Sendable {
         while !stopping {
             do {
                 try await client.withConnection { connection in
-                    defer { connection.close().whenComplete { _ in } }
-                    try await self.serve(connection)
+                    // Closed (the session lock goes with it) before the pool gets it back: a
+                    // connection still closing would be leased to the next query, which would fail.
+                    do {
+                        try await self.serve(connection)
+                    } catch {
+                        try? await connection.close()
+                        throw error
+                    }
+                    try? await connection.close()
                 }
             } catch {
                 if !stopping { logger.warning("event sequencer: connection lost", metadata: ["error": "\(String(reflecting: error))"]) }
@@ -228,20 +235,37 @@ final class EventSequencer: Sendable {
         }
     }
 
-    /// `body`, within `statementTimeout`; past it the connection is closed and `TimedOut` thrown.
+    /// `body`, within `statementTimeout` and while the connection is open; past the one or once
+    /// the other, the connection is closed and an error thrown.
     private static func bounded<T: Sendable>(_ connection: PostgresConnection, _ body: @escaping @Sendable () async throws -> T)
         async throws -> T
     {
         // A query sent on a connection the server closed is never answered: none is sent then,
-        // nor once the listener found the connection lost (and cancelled the rounds).
+        // nor once the listener found the connection lost (and cancelled the rounds); and a query
+        // already sent when the server closed it (its backend terminated) may never be answered
+        // either, so the wait ends when the connection is seen closed, not only at the timeout:
+        // another node can take the lock within `takeoverInterval`, and this one try again.
         try Task.checkCancellation()
         guard !connection.isClosed else { throw StoreError(message: "the sequencer's connection is closed") }
-        do {
-            return try await withTimeout(statementTimeout, body)
-        } catch let error as TimedOut {
+        let result = await race({ () async -> Result<T, any Error> in
+            do {
+                return .success(try await body())
+            } catch {
+                return .failure(error)
+            }
+        }, until: {
+            let deadline = ContinuousClock.now + statementTimeout
+            while ContinuousClock.now < deadline, !connection.isClosed {
+                guard (try? await Task.sleep(for: .milliseconds(100))) != nil else { return }
+            }
+        })
+        guard let result else {
+            let closed = connection.isClosed
             try? await connection.close()
-            throw error
+            if closed { throw StoreError(message: "the sequencer's connection closed during a statement") }
+            throw TimedOut(limit: statementTimeout)
         }
+        return try result.get()
     }
 
     /// One round, in its own transaction on `connection` (which must hold the sequencer lock):

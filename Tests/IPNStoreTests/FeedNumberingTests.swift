@@ -80,19 +80,19 @@ struct FeedNumberingTests {
         _ = try await test.record(notification("late-order", .transition(.authorized), order: "LATE"))
         let orderID = try #require(try await test.order("LATE")).order.id
         // An earlier writer: its row id is taken now, its commit comes last.
-        let held = try await RawSession(test)
-        try await held.run("BEGIN")
-        try await held.run(queueRow(orderID: orderID, orderRef: "LATE", id: EventID.next()))
-        for index in 0..<5 {
-            _ = try await test.record(notification("later-\(index)", .transition(.paid), order: "LATER-\(index)"))
+        try await RawSession.with(test) { held in
+            try await held.run("BEGIN")
+            try await held.run(queueRow(orderID: orderID, orderRef: "LATE", id: EventID.next()))
+            for index in 0..<5 {
+                _ = try await test.record(notification("later-\(index)", .transition(.paid), order: "LATER-\(index)"))
+            }
+            let before = try await test.allEvents()
+            #expect(before.map(\.seq) == Array(1...6))
+            try await held.run("COMMIT")
+            let after = try await test.allEvents()
+            #expect(after.map(\.seq) == Array(1...7))
+            #expect(after.last?.orderRef == "LATE" && after.last?.from == .authorized)
         }
-        let before = try await test.allEvents()
-        #expect(before.map(\.seq) == Array(1...6))
-        try await held.run("COMMIT")
-        let after = try await test.allEvents()
-        #expect(after.map(\.seq) == Array(1...7))
-        #expect(after.last?.orderRef == "LATE" && after.last?.from == .authorized)
-        try await held.close()
         try await test.close()
     }
 
@@ -105,53 +105,53 @@ struct FeedNumberingTests {
         _ = try await test.record(notification("b", .transition(.authorized), order: "B"))
         _ = try await test.record(notification("c", .transition(.authorized), order: "C"))
         // The three writes above queued three rows; rounds number them below.
-        let raw = try await RawSession(test)
-        let queued = try await raw.ints("SELECT row_id FROM events_unsequenced ORDER BY row_id")
-        #expect(queued.count == 3)
-        let (a, b, c) = (queued[0], queued[1], queued[2])
-        let orderA = try #require(try await test.order("A")).order.id
-        try await raw.run(queueRow(orderID: orderA, orderRef: "A", id: EventID.next()))
-        let a2 = try #require(try await raw.ints("SELECT max(row_id) FROM events_unsequenced").first)
+        try await RawSession.with(test) { raw in
+            let queued = try await raw.ints("SELECT row_id FROM events_unsequenced ORDER BY row_id")
+            #expect(queued.count == 3)
+            let (a, b, c) = (queued[0], queued[1], queued[2])
+            let orderA = try #require(try await test.order("A")).order.id
+            try await raw.run(queueRow(orderID: orderA, orderRef: "A", id: EventID.next()))
+            let a2 = try #require(try await raw.ints("SELECT max(row_id) FROM events_unsequenced").first)
 
-        try await raw.connection { connection in
-            #expect(try await EventSequencer.tryLock(connection, logger: testLogger))
-            // Looking above B: C and A's second row, and A's first with them; B waits.
-            let first = try await EventSequencer.round(after: b, connection: connection, logger: testLogger)
-            #expect(first.rowIDs == [a, c, a2])
-            let second = try await EventSequencer.round(after: 0, connection: connection, logger: testLogger)
-            #expect(second.rowIDs == [b])
-            #expect(try await EventSequencer.round(after: 0, connection: connection, logger: testLogger).rowIDs.isEmpty)
+            try await raw.connection { connection in
+                #expect(try await EventSequencer.tryLock(connection, logger: testLogger))
+                // Looking above B: C and A's second row, and A's first with them; B waits.
+                let first = try await EventSequencer.round(after: b, connection: connection, logger: testLogger)
+                #expect(first.rowIDs == [a, c, a2])
+                let second = try await EventSequencer.round(after: 0, connection: connection, logger: testLogger)
+                #expect(second.rowIDs == [b])
+                #expect(try await EventSequencer.round(after: 0, connection: connection, logger: testLogger).rowIDs.isEmpty)
+            }
+            let events = try await test.store.events(EventFilter(after: 0, limit: 100)).events
+            #expect(events.map(\.orderRef) == ["A", "C", "A", "B"])
+            #expect(events.map(\.seq) == [1, 2, 3, 4])
         }
-        let events = try await test.store.events(EventFilter(after: 0, limit: 100)).events
-        #expect(events.map(\.orderRef) == ["A", "C", "A", "B"])
-        #expect(events.map(\.seq) == [1, 2, 3, 4])
-        try await raw.close()
         try await test.close()
     }
 
     @Test("a transaction another client holds open does not stop the feed", .enabled(if: Backend.allCases.contains(.postgres)))
     func longTransaction() async throws {
         let test = try await StoreUnderTest.make(.postgres)
-        let holder = try await RawSession(test)
-        // A snapshot and a transaction id held: nothing it could see goes away meanwhile.
-        try await holder.run("BEGIN ISOLATION LEVEL REPEATABLE READ")
-        _ = try await holder.ints("SELECT txid_current()")
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for lane in 0..<8 {
-                group.addTask {
-                    for index in 0..<25 {
-                        _ = try await test.record(notification("lt-\(lane)-\(index)", .transition(.paid), order: "LT-\(lane)-\(index)"))
+        try await RawSession.with(test) { holder in
+            // A snapshot and a transaction id held: nothing it could see goes away meanwhile.
+            try await holder.run("BEGIN ISOLATION LEVEL REPEATABLE READ")
+            _ = try await holder.ints("SELECT txid_current()")
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for lane in 0..<8 {
+                    group.addTask {
+                        for index in 0..<25 {
+                            _ = try await test.record(notification("lt-\(lane)-\(index)", .transition(.paid), order: "LT-\(lane)-\(index)"))
+                        }
                     }
                 }
+                try await group.waitForAll()
             }
-            try await group.waitForAll()
+            let events = try await test.allEvents()
+            #expect(events.map(\.seq) == Array(1...200))
+            // Still open all along.
+            #expect(try await holder.ints("SELECT count(*) FROM events").first == 0)
+            try await holder.run("ROLLBACK")
         }
-        let events = try await test.allEvents()
-        #expect(events.map(\.seq) == Array(1...200))
-        // Still open all along.
-        #expect(try await holder.ints("SELECT count(*) FROM events").first == 0)
-        try await holder.run("ROLLBACK")
-        try await holder.close()
         try await test.close()
     }
 
@@ -162,35 +162,40 @@ struct FeedNumberingTests {
         let other = try await test.sibling()
         let stores = [test.store, other.store].compactMap { $0 as? PostgresStore }
         let leader = try await waitForLeader(stores)
-        let raw = try await RawSession(test)
-        var recorded = 0
-        for round in 0..<3 {
-            for (lane, store) in stores.enumerated() {
-                for index in 0..<10 {
-                    _ = try await store.record(.verified(request(), notification("to-\(round)-\(lane)-\(index)", .transition(.paid),
-                                                                               order: "TO-\(round)-\(lane)-\(index)")))
-                    recorded += 1
+        try await RawSession.with(test) { raw in
+            var recorded = 0
+            for round in 0..<3 {
+                for (lane, store) in stores.enumerated() {
+                    for index in 0..<10 {
+                        _ = try await store.record(.verified(request(), notification("to-\(round)-\(lane)-\(index)", .transition(.paid),
+                                                                                   order: "TO-\(round)-\(lane)-\(index)")))
+                        recorded += 1
+                    }
                 }
+                // A node holds the sequencer lock again (the one before was killed a round ago)...
+                let holder = """
+                    FROM pg_locks
+                    WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                      AND classid = \(EventSequencer.lockKey >> 32)
+                      AND objid = \(EventSequencer.lockKey & 0xFFFF_FFFF) AND objsubid = 1
+                    """
+                try await waitUntil("a node holding the sequencer lock, round \(round)") {
+                    try await raw.ints("SELECT count(*) \(holder)").first == 1
+                }
+                // ... and its session dies, as when its process is killed.
+                let killed = try await raw.ints("SELECT count(pg_terminate_backend(pid)) \(holder)")
+                #expect(killed.first == 1, "round \(round)")
             }
-            // The numbering node's session dies, as when its process is killed.
-            let killed = try await raw.ints("""
-                SELECT count(pg_terminate_backend(pid)) FROM pg_locks
-                WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-                  AND classid = \(EventSequencer.lockKey >> 32)
-                  AND objid = \(EventSequencer.lockKey & 0xFFFF_FFFF) AND objsubid = 1
-                """)
-            #expect(killed.first == 1, "round \(round)")
+            _ = leader
+            for store in stores { try await store.eventsNumbered() }
+            let events = try await test.allEvents()
+            // Every event once, in increasing seqs (a round cut off mid-way may leave seqs unused).
+            #expect(events.count == recorded)
+            #expect(zip(events, events.dropFirst()).allSatisfy { $0.seq < $1.seq })
+            #expect(Set(events.map(\.id)).count == recorded)
+            #expect(try await test.count("SELECT count(DISTINCT order_ref) FROM events") == recorded)
+            #expect(try await test.count("SELECT count(*) FROM events_unsequenced") == 0)
         }
-        _ = leader
-        for store in stores { try await store.eventsNumbered() }
-        let events = try await test.allEvents()
-        // Every event once, in increasing seqs (a round cut off mid-way may leave seqs unused).
-        #expect(events.count == recorded)
-        #expect(zip(events, events.dropFirst()).allSatisfy { $0.seq < $1.seq })
-        #expect(Set(events.map(\.id)).count == recorded)
-        #expect(try await test.count("SELECT count(DISTINCT order_ref) FROM events") == recorded)
-        #expect(try await test.count("SELECT count(*) FROM events_unsequenced") == 0)
-        try await raw.close()
         try await other.close()
         try await test.close()
     }
@@ -221,6 +226,20 @@ struct FeedNumberingTests {
 /// One connection of its own to a PostgreSQL store's database, as another client would hold.
 final class RawSession: Sendable {
     private let connection: PostgresConnection
+
+    /// Runs `body` with a session of its own on `test`'s database, and closes it whatever
+    /// `body` does (a connection dropped unclosed stops a debug build).
+    static func with<T>(_ test: StoreUnderTest, _ body: (RawSession) async throws -> T) async throws -> T {
+        let session = try await RawSession(test)
+        do {
+            let value = try await body(session)
+            try await session.close()
+            return value
+        } catch {
+            try? await session.close()
+            throw error
+        }
+    }
 
     init(_ test: StoreUnderTest) async throws {
         guard let server = PostgresTestServer.fromEnvironment(), let database = test.postgresDatabase else { throw PostgresUnavailable() }
