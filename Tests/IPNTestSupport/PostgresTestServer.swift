@@ -94,7 +94,16 @@ public struct PostgresTestServer: Sendable {
             "--host=\(socketDirectory)", "--port=\(port)", "--username=\(user)",
             "--dbname=\(database ?? self.database)", "--file=\(file.path)",
         ]
-        let output = try Self.run(binDirectory + "/psql", arguments, timeout: 60)
+        // A CREATE DATABASE on the one server of a run shares it with every heavy test, and on a
+        // machine whose cores other jobs take (make test-stress) one was seen to take a minute:
+        // the deadline fits that machine, and a statement slower than 10 s says so on stderr, with
+        // what it ran, for the next red run to read.
+        let started = ContinuousClock.now
+        let output = try Self.run(binDirectory + "/psql", arguments, timeout: 3 * Waits.timeout)
+        let took = ContinuousClock.now - started
+        if took > .seconds(10) {
+            FileHandle.standardError.write(Data("pg-test-server: psql took \(took) for: \(sql.prefix(200))\n".utf8))
+        }
         return output.hasSuffix("\n") ? String(output.dropLast()) : output
     }
 
