@@ -94,10 +94,10 @@ public struct PostgresTestServer: Sendable {
             "--host=\(socketDirectory)", "--port=\(port)", "--username=\(user)",
             "--dbname=\(database ?? self.database)", "--file=\(file.path)",
         ]
-        // A CREATE DATABASE on the one server of a run shares it with every heavy test, and on a
-        // machine whose cores other jobs take (make test-stress) one was seen to take a minute:
-        // the deadline fits that machine, and a statement slower than 10 s says so on stderr, with
-        // what it ran, for the next red run to read.
+        // The one server of a run is shared by every heavy test, and a DROP DATABASE makes
+        // PostgreSQL 15 run an immediate checkpoint and wait for it: on a machine whose cores other
+        // jobs take (make test-stress) one took 20 s to a minute. The deadline fits that machine,
+        // and a statement slower than 10 s says so on stderr, with what it ran.
         let started = ContinuousClock.now
         let output = try Self.run(binDirectory + "/psql", arguments, timeout: 3 * Waits.timeout)
         let took = ContinuousClock.now - started
