@@ -247,25 +247,14 @@ final class EventSequencer: Sendable {
         // another node can take the lock within `takeoverInterval`, and this one try again.
         try Task.checkCancellation()
         guard !connection.isClosed else { throw StoreError(message: "the sequencer's connection is closed") }
-        let result = await race({ () async -> Result<T, any Error> in
-            do {
-                return .success(try await body())
-            } catch {
-                return .failure(error)
-            }
-        }, until: {
-            let deadline = ContinuousClock.now + statementTimeout
-            while ContinuousClock.now < deadline, !connection.isClosed {
-                guard (try? await Task.sleep(for: .milliseconds(100))) != nil else { return }
-            }
-        })
-        guard let result else {
+        do {
+            return try await withTimeout(statementTimeout, abandoningWhen: { connection.isClosed }, body)
+        } catch let error as TimedOut {
             let closed = connection.isClosed
             try? await connection.close()
             if closed { throw StoreError(message: "the sequencer's connection closed during a statement") }
-            throw TimedOut(limit: statementTimeout)
+            throw error
         }
-        return try result.get()
     }
 
     /// One round, in its own transaction on `connection` (which must hold the sequencer lock):

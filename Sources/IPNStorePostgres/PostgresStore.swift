@@ -317,16 +317,28 @@ struct TimedOut: Error, CustomStringConvertible {
     var description: String { "no answer from PostgreSQL within \(limit)" }
 }
 
-/// Runs `body`, cancelling it and throwing `TimedOut` once `limit` has passed, without waiting
-/// for it to end (`race`).
-func withTimeout<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+/// Runs `body`, cancelling it and throwing `TimedOut` once `limit` has passed, or sooner once
+/// `abandoned` (looked at every 100 ms) says waiting is pointless, without waiting for it to
+/// end (`race`).
+func withTimeout<T: Sendable>(
+    _ limit: Duration, abandoningWhen abandoned: (@Sendable () -> Bool)? = nil, _ body: @escaping @Sendable () async throws -> T
+) async throws -> T {
     let result = await race({ () async -> Result<T, any Error> in
         do {
             return .success(try await body())
         } catch {
             return .failure(error)
         }
-    }, until: { try? await Task.sleep(for: limit) })
+    }, until: {
+        guard let abandoned else {
+            try? await Task.sleep(for: limit)
+            return
+        }
+        let deadline = ContinuousClock.now + limit
+        while ContinuousClock.now < deadline, !abandoned() {
+            guard (try? await Task.sleep(for: .milliseconds(100))) != nil else { return }
+        }
+    })
     guard let result else { throw TimedOut(limit: limit) }
     return try result.get()
 }
