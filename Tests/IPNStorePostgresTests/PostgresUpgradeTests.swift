@@ -68,9 +68,7 @@ struct PostgresUpgradeTests {
 
         // Two nodes start at once: one migrates under the lock, the other finds nothing to do.
         let routes = [DeliveryRoute(name: "app")]
-        async let first = PostgresStore.open(configuration: configuration, location: name, poolSize: 4, logger: testLogger)
-        async let second = PostgresStore.open(configuration: configuration, location: name, poolSize: 4, logger: testLogger)
-        let stores = try await [first, second]
+        let stores = try await twoNodesStarting(configuration, name)
         for store in stores { store.setDeliveryRoutes(routes) }
         let store = stores[0]
         let migrations = try await migrationsApplied(configuration)
@@ -131,9 +129,7 @@ struct PostgresUpgradeTests {
         #expect(owed.values.reduce(0) { $0 + $1.count } == 7)
         #expect(try rows("SELECT count(*) FROM deliveries WHERE target = 'ledger' AND state = 'delivered'") == [["7"]])
 
-        async let first = PostgresStore.open(configuration: configuration, location: name, poolSize: 4, logger: testLogger)
-        async let second = PostgresStore.open(configuration: configuration, location: name, poolSize: 4, logger: testLogger)
-        let stores = try await [first, second]
+        let stores = try await twoNodesStarting(configuration, name)
         for store in stores { store.setDeliveryRoutes([DeliveryRoute(name: "app"), DeliveryRoute(name: "ledger")]) }
         let store = stores[0]
         let migrations = try await migrationsApplied(configuration)
@@ -169,6 +165,16 @@ struct PostgresUpgradeTests {
         expected["NEW-1"] = [8, 9]
         #expect(delivered == expected)
         for store in stores { _ = try await store.close() }
+    }
+
+    /// Two nodes opening the store at once, as two `ipnd serve` starting together would (with the
+    /// test stores' timeouts for a busy machine).
+    private func twoNodesStarting(_ configuration: PostgresClient.Configuration, _ name: String) async throws -> [PostgresStore] {
+        async let first = PostgresStore.open(
+            configuration: configuration, location: name, poolSize: 4, logger: testLogger, timeouts: .busyMachine)
+        async let second = PostgresStore.open(
+            configuration: configuration, location: name, poolSize: 4, logger: testLogger, timeouts: .busyMachine)
+        return try await [first, second]
     }
 
     private func migrationsApplied(_ configuration: PostgresClient.Configuration) async throws -> [String] {
