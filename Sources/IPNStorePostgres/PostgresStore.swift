@@ -111,6 +111,9 @@ public final class PostgresStore: Store {
         sequencer?.start()
     }
 
+    /// How many times this node has looked whether the store outgrew the planner's statistics.
+    var statisticsLooked: Int { statistics.looked }
+
     /// This store committed events: the sequencer numbers them.
     func eventsCommitted() {
         wroteEvents.withLock { $0 = true }
