@@ -169,7 +169,12 @@ final class EventSequencer: Sendable {
                 // A node stopping takes the lock if it is free, to number what it committed.
                 guard try await Self.tryLock(connection, logger: logger) else {
                     if stopping { return }
-                    await wakeups.wait(since: generation, timeout: Self.takeoverInterval)
+                    // The next try in `takeoverInterval`, or at once when stopping; this node's
+                    // own commits wake the sequencer too, but are the holder's to number.
+                    let nextTry = ContinuousClock.now + Self.takeoverInterval
+                    while !stopping, ContinuousClock.now < nextTry {
+                        await wakeups.wait(since: wakeups.generation, timeout: nextTry - ContinuousClock.now)
+                    }
                     continue
                 }
                 state.withLock { $0.leading = true }
