@@ -35,6 +35,8 @@
 #
 # Knobs (environment): COUNT=300000 DURATION=10 CONNECTIONS=64 THREADS=2 PORT=18280 MAX_BATCH=256
 #                      POOL_SIZE=16 LOG_LEVEL=warning QUIET_WAIT=120 STANDBY=1 SAMPLE_MS=100 KEEP=1
+#                      PASSES="one two sync_one sync_two" (the passes run; "sync_one sync_two" for the standby's)
+#                      PERF=1 (a perf profile of the nodes in each pass: $WORK/NAME.perf.data, with KEEP=1)
 #                      BIN_DIR=<directory with prebuilt ipnd and ipnd-bench: skips the build>
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -52,6 +54,7 @@ LOG_LEVEL=${LOG_LEVEL:-warning}
 QUIET_WAIT=${QUIET_WAIT:-120}
 STANDBY=${STANDBY:-1}
 SAMPLE_MS=${SAMPLE_MS:-100}
+PASSES=${PASSES:-one two sync_one sync_two}
 
 scripts/install-system-packages.sh libssl-dev libsqlite3-dev pkg-config wrk postgresql
 if [ -n "${BIN_DIR:-}" ]; then BIN=$BIN_DIR; else BIN=$(scripts/build-release.sh ipnd ipnd-bench); fi
@@ -107,6 +110,8 @@ config_for ipnd_gen
 echo "== generating signed notifications: $COUNT for one node, $((COUNT / 2)) for each of two, twice"
 STAMP=$(date +%s)
 for set in one two-a two-b sync-one sync-a sync-b; do
+    case $set in one) pass=one ;; two-*) pass=two ;; sync-one) pass=sync_one ;; *) pass=sync_two ;; esac
+    [[ " $PASSES " == *" $pass "* ]] || continue
     case $set in one | sync-one) n=$COUNT ;; *) n=$((COUNT / 2)) ;; esac
     "$BIN/ipnd-bench" generate --config "$WORK/ipnd_gen.yaml" --count "$n" --output "$WORK/$set.bin" --prefix "P$set$STAMP" >/dev/null
 done
@@ -154,6 +159,46 @@ stop_sampler() {
     SAMPLER=
 }
 
+# process_snapshot: "PID TICKS" (user + system, threads included) of every process on the machine.
+process_snapshot() {
+    awk '{ s = $0; sub(/^.*\) /, "", s); split(s, f, " "); n = split(FILENAME, p, "/"); print p[3], f[12] + f[13] }' \
+        /proc/[0-9]*/stat 2>/dev/null | LC_ALL=C sort || true
+}
+# process_label PID: what a process is, for the CPU breakdown: ipnd, wrk, or a PostgreSQL
+# process named by its server and role (a client backend by its connection's application_name,
+# the sequencer's apart).
+process_label() {
+    local pid=$1 parent title comm server role
+    for node in "${NODES[@]}"; do [ "$node" = "$pid" ] && { echo ipnd; return; }; done
+    comm=$(cat "/proc/$pid/comm" 2>/dev/null) || return 0
+    [ "$comm" = wrk ] && { echo wrk; return; }
+    [ "$comm" = postgres ] || return 0
+    parent=$(awk '{ s = $0; sub(/^.*\) /, "", s); split(s, f, " "); print f[2] }' "/proc/$pid/stat" 2>/dev/null)
+    if [ "$parent" = "$(head -n 1 "$IPND_TEST_PG_DATA/postmaster.pid")" ]; then server=primary
+    elif [ "$STANDBY_UP" = 1 ] && [ "$parent" = "$(head -n 1 "$STANDBY_DIR/data/postmaster.pid")" ]; then server=standby
+    else return 0; fi
+    title=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | sed 's/^postgres: //')
+    case $title in
+        checkpointer* | "background writer"* | walwriter* | "autovacuum launcher"* | "autovacuum worker"* | walsender* | \
+            walreceiver* | startup* | "logical replication launcher"* | archiver*)
+            role=$(awk '{ if ($1 == "background" || $1 == "autovacuum" || $1 == "logical") print $1 " " $2; else print $1 }' <<<"$title") ;;
+        *) role=$(grep -q "^$pid " "$WORK/sequencers" 2>/dev/null && echo "sequencer backend" || echo "client backends") ;;
+    esac
+    echo "$server $role"
+}
+# cpu_breakdown BEFORE AFTER REQUESTS: CPU µs per notification by process label, largest first.
+cpu_breakdown() {
+    local hz pid ticks label
+    hz=$(getconf CLK_TCK)
+    psql --dbname="$IPND_TEST_PG_DATABASE" -c "SELECT pid || ' ' FROM pg_stat_activity WHERE application_name LIKE 'ipnd sequencer%'" \
+        >"$WORK/sequencers"
+    LC_ALL=C join -a 2 -e 0 -o 2.1,1.2,2.2 "$1" "$2" | while read -r pid before after; do
+        label=$(process_label "$pid")
+        if [ -n "$label" ]; then echo "$((after - before))|$label"; fi
+    done | awk -F'|' -v n="$3" -v hz="$hz" '{ t[$2] += $1 } END {
+        for (l in t) printf "%8.0f µs/n  %s\n", (n ? t[l] / hz / n * 1e6 : 0), l }' | sort -rn
+}
+
 # shellcheck source=scripts/bench-lib.sh
 . scripts/bench-lib.sh
 
@@ -164,15 +209,25 @@ stop_sampler() {
 measure() {
     local name=$1 database=$2 nodes=$3
     shift 3
-    local sets=("$@") index pid primary0 primary1 standby0=0 standby1=0 port ipnd0=0 ipnd1=0
+    local sets=("$@") index pid commits0 commits1 primary0 primary1 standby0=0 standby1=0 port ipnd0=0 ipnd1=0
+    # Every pass starts from a checkpoint, so none is due within it (timed every 5 minutes, or
+    # after max_wal_size of WAL) and the passes compare, whichever ran before.
+    psql --dbname="$database" -c "CHECKPOINT" >/dev/null
     wait_for_quiet
     for pid in "${NODES[@]}"; do ipnd0=$((ipnd0 + $(process_ticks "$pid"))); done
     psql --dbname="$database" -c "SELECT pg_stat_statements_reset()" >/dev/null
     primary0=$(postgres_ticks "$IPND_TEST_PG_DATA")
     [ "$STANDBY_UP" = 1 ] && standby0=$(postgres_ticks "$STANDBY_DIR/data")
+    process_snapshot >"$WORK/$name.procs0"
+    commits0=$(psql --dbname="$database" -c "SELECT xact_commit FROM pg_stat_database WHERE datname = '$database'")
     start_sampler "$database" "$name"
-    local threads=1
+    local threads=1 profiler=
     [ "$nodes" = 1 ] && threads=$THREADS
+    if [ -n "${PERF:-}" ]; then
+        perf record -e cpu-clock -F 499 -g -o "$WORK/$name.perf.data" -p "$(IFS=,; echo "${NODES[*]}")" -- sleep "$DURATION" \
+            >/dev/null 2>&1 &
+        profiler=$!
+    fi
     for index in $(seq 0 $((nodes - 1))); do
         port=$((PORT + 10 * index))
         wrk -t"$threads" -c"$((CONNECTIONS / nodes))" -d"${DURATION}s" -s bench/replay.lua "http://127.0.0.1:$port" \
@@ -181,6 +236,8 @@ measure() {
         eval "WRK_$index=$pid"
     done
     for index in $(seq 0 $((nodes - 1))); do eval "wait \$WRK_$index" || true; done
+    [ -z "$profiler" ] || wait "$profiler" || true
+    process_snapshot >"$WORK/$name.procs1"
     stop_sampler
     for pid in "${NODES[@]}"; do ipnd1=$((ipnd1 + $(process_ticks "$pid"))); done
     primary1=$(postgres_ticks "$IPND_TEST_PG_DATA")
@@ -218,12 +275,21 @@ measure() {
     waits=$(psql --dbname="$IPND_TEST_PG_DATABASE" --field-separator=' ' -c "
         SELECT string_agg(wait || '=' || round(sum * $SAMPLE_MS * 1000.0 / greatest($requests, 1))::text, ' ' ORDER BY sum DESC)
         FROM (SELECT wait, sum(n) AS sum FROM bench_waits WHERE pass = '$name' GROUP BY wait) AS w")
+    # Transactions committed in the database (every node's batches, the sequencer's rounds, its
+    # probes), per notification: the statistics reach pg_stat_database within a second.
+    sleep 1
+    commits1=$(psql --dbname="$database" -c "SELECT xact_commit FROM pg_stat_database WHERE datname = '$database'")
+    # Where the machine's CPU went, by process (the processes of the pass's whole span; a process
+    # that ended within it, such as an autovacuum worker, is not counted).
+    cpu_breakdown "$WORK/$name.procs0" "$WORK/$name.procs1" "$requests" >"$WORK/$name.cpu"
+    sed 's/^/   cpu /' "$WORK/$name.cpu" >&2
     local hz
     hz=$(getconf CLK_TCK)
     echo "RESULT name=$name requests=$requests rps=$rps p50_ms=$p50 p99_ms=$p99 p999_ms=$p999 non2xx=$non2xx errors=$errors" \
         "ipnd_cpu_us=$(awk -v t=$((ipnd1 - ipnd0)) -v n="$requests" -v hz="$hz" 'BEGIN { printf "%.0f", n ? t / hz / n * 1e6 : 0 }')" \
         "pg_cpu_us=$(awk -v t=$((primary1 - primary0)) -v n="$requests" -v hz="$hz" 'BEGIN { printf "%.0f", n ? t / hz / n * 1e6 : 0 }')" \
         "standby_cpu_us=$(awk -v t=$((standby1 - standby0)) -v n="$requests" -v hz="$hz" 'BEGIN { printf "%.0f", n ? t / hz / n * 1e6 : 0 }')" \
+        "commits=$(awk -v c=$((commits1 - commits0)) -v n="$requests" 'BEGIN { printf "%.3f", n ? c / n : 0 }')" \
         "statements=$(awk -v c="$top" -v n="$requests" 'BEGIN { printf "%.2f", n ? c / n : 0 }')" \
         "nested=$(awk -v c="$nested" -v n="$requests" 'BEGIN { printf "%.2f", n ? c / n : 0 }')" \
         "exec_us=$(awk -v t="$exec" -v n="$requests" 'BEGIN { printf "%.0f", n ? t * 1000 / n : 0 }')" \
@@ -246,21 +312,27 @@ scenario() {
     measure "$name" "ipnd_$name" "$nodes" "$@"
 }
 
+wanted() { [[ " $PASSES " == *" $1 "* ]]; }
 STANDBY_UP=0
-scenario one 1 one
-# Duplicates on the same node: the first notifications each thread surely had answered, again.
-LIMIT=$(( $(field min_issued_per_thread "$(grep '^RESULT' "$WORK/one-0.out")") - CONNECTIONS ))
-[ "$LIMIT" -gt 0 ] || LIMIT=1
-echo "== one node, duplicate notifications: wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s"
-PID=${NODES[0]}
-DUPLICATE=$(pass -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" -s bench/replay.lua "http://127.0.0.1:$PORT" \
-    -- "$WORK/one.bin" "$THREADS" "$LIMIT")
-echo "$DUPLICATE"
-stop_nodes
-scenario two 2 two-a two-b
-stop_nodes
+DUPLICATE=RESULT
+if wanted one; then
+    scenario one 1 one
+    # Duplicates on the same node: the first notifications each thread surely had answered, again.
+    LIMIT=$(( $(field min_issued_per_thread "$(grep '^RESULT' "$WORK/one-0.out")") - CONNECTIONS ))
+    [ "$LIMIT" -gt 0 ] || LIMIT=1
+    echo "== one node, duplicate notifications: wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s"
+    PID=${NODES[0]}
+    DUPLICATE=$(pass -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" -s bench/replay.lua "http://127.0.0.1:$PORT" \
+        -- "$WORK/one.bin" "$THREADS" "$LIMIT")
+    echo "$DUPLICATE"
+    stop_nodes
+fi
+if wanted two; then
+    scenario two 2 two-a two-b
+    stop_nodes
+fi
 
-if [ "$STANDBY" = 1 ]; then
+if [ "$STANDBY" = 1 ] && { wanted sync_one || wanted sync_two; }; then
     echo "== a synchronous standby: a second server streaming the primary's WAL"
     mkdir -p "$STANDBY_DIR/data"
     chmod 700 "$STANDBY_DIR/data"
@@ -287,10 +359,14 @@ EOF
     echo "   standby on port $STANDBY_PORT, replication $SYNC"
     [ "$SYNC" = sync ] || { echo "the standby is not synchronous" >&2; exit 1; }
     STANDBY_UP=1
-    scenario sync_one 1 sync-one
-    stop_nodes
-    scenario sync_two 2 sync-a sync-b
-    stop_nodes
+    if wanted sync_one; then
+        scenario sync_one 1 sync-one
+        stop_nodes
+    fi
+    if wanted sync_two; then
+        scenario sync_two 2 sync-a sync-b
+        stop_nodes
+    fi
 fi
 
 echo "== checking the databases"
@@ -316,33 +392,41 @@ for database in $(psql --dbname="$IPND_TEST_PG_DATABASE" -c "SELECT datname FROM
     fi
 done
 
-row() {
-    local r=$1
-    printf '%-24s %10s %7s %7s %8s %6s %7s %7s %7s %7s %7s %7s  %s\n' "$2" "$(field rps "$r")" "$(field p50_ms "$r")" "$(field p99_ms "$r")" \
+row() { # NAME LABEL: the pass's line, if it ran
+    [ -f "$WORK/$1.result" ] || return 0
+    local r
+    r=$(cat "$WORK/$1.result")
+    printf '%-24s %10s %7s %7s %8s %6s %7s %7s %7s %7s %7s %7s %7s  %s\n' "$2" "$(field rps "$r")" "$(field p50_ms "$r")" "$(field p99_ms "$r")" \
         "$(field p999_ms "$r")" "$(($(field non2xx "$r") + $(field errors "$r")))" "$(field ipnd_cpu_us "$r")" "$(field pg_cpu_us "$r")" "$(field standby_cpu_us "$r")" \
-        "$(field statements "$r")" "$(field nested "$r")" "$(field exec_us "$r")" "$(field waits_us "$r")"
+        "$(field commits "$r")" "$(field statements "$r")" "$(field nested "$r")" "$(field exec_us "$r")" "$(field waits_us "$r")"
 }
-result_of() { cat "$WORK/$1.result" 2>/dev/null || echo "RESULT"; }
 cat <<EOF
 
 == ipnd on PostgreSQL ($(nproc) cores: ipnd, PostgreSQL and wrk on the same machine; pool_size $POOL_SIZE, max_batch $MAX_BATCH, ${DURATION}s per pass)
-                         requests/s  p50 ms  p99 ms p99.9 ms errors ipnd µs/n pg µs/n stby µs/n stmts/n nested/n exec µs/n  waits (backend-µs per notification)
-$(row "$(result_of one)" "one node")
-$(row "$(result_of two)" "two nodes")
-$(if [ "$STANDBY" = 1 ]; then row "$(result_of sync_one)" "one node, sync standby"; row "$(result_of sync_two)" "two nodes, sync standby"; fi)
-one node, duplicates   $(field rps "$DUPLICATE")/s, p99 $(field p99_ms "$DUPLICATE") ms
-CPU per request        ipnd / wrk µs, cores idle / stolen %: one node $(field ipnd_cpu_us "$DUPLICATE") / $(field wrk_cpu_us "$DUPLICATE") (duplicates), $(field idle_pct "$DUPLICATE") / $(field stolen_pct "$DUPLICATE")
-$CHECKS
-result                 $STATUS
+                         requests/s  p50 ms  p99 ms p99.9 ms errors ipnd µs/n pg µs/n stby µs/n commits/n stmts/n nested/n exec µs/n  waits (backend-µs per notification)
+$(row one "one node")
+$(row two "two nodes")
+$(row sync_one "one node, sync standby")
+$(row sync_two "two nodes, sync standby")
 EOF
+if wanted one; then
+    echo "one node, duplicates   $(field rps "$DUPLICATE")/s, p99 $(field p99_ms "$DUPLICATE") ms"
+    echo "CPU per request        ipnd / wrk µs, cores idle / stolen %: one node $(field ipnd_cpu_us "$DUPLICATE") / $(field wrk_cpu_us "$DUPLICATE") (duplicates), $(field idle_pct "$DUPLICATE") / $(field stolen_pct "$DUPLICATE")"
+fi
+printf '%s\nresult                 %s\n' "$CHECKS" "$STATUS"
 target() { printf '%-20s %-52s %-7s %s\n' "$1" "$2" "$(awk "BEGIN { print ($3) ? \"met\" : \"missed\" }")" "$4"; }
-ONE=$(result_of one)
-TWO=$(result_of two)
-target "targets" "one node >= 4,000/s at $CONNECTIONS connections" "$(field rps "$ONE") >= 4000" "$(field rps "$ONE")/s"
-target "" "one node p99 < 50 ms, no errors" "$(field p99_ms "$ONE") < 50 && $(field non2xx "$ONE") + $(field errors "$ONE") == 0" \
-    "$(field p99_ms "$ONE") ms"
-target "" "two nodes >= one node" "$(field rps "$TWO") >= $(field rps "$ONE")" "$(field rps "$TWO")/s"
-if [ "$STANDBY" = 1 ]; then
+result_of() { cat "$WORK/$1.result"; }
+if [ -f "$WORK/one.result" ]; then
+    ONE=$(result_of one)
+    target "targets" "one node >= 4,000/s at $CONNECTIONS connections" "$(field rps "$ONE") >= 4000" "$(field rps "$ONE")/s"
+    target "" "one node p99 < 50 ms, no errors" "$(field p99_ms "$ONE") < 50 && $(field non2xx "$ONE") + $(field errors "$ONE") == 0" \
+        "$(field p99_ms "$ONE") ms"
+    if [ -f "$WORK/two.result" ]; then
+        TWO=$(result_of two)
+        target "" "two nodes >= one node" "$(field rps "$TWO") >= $(field rps "$ONE")" "$(field rps "$TWO")/s"
+    fi
+fi
+if [ -f "$WORK/sync_one.result" ] && [ -f "$WORK/sync_two.result" ]; then
     SONE=$(result_of sync_one)
     STWO=$(result_of sync_two)
     target "" "sync standby: two nodes >= 1.5 x one node" "$(field rps "$STWO") >= 1.5 * $(field rps "$SONE")" \
