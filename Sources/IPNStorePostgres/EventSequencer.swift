@@ -56,9 +56,14 @@ final class EventSequencer: Sendable {
     static let gapPatience: Duration = .seconds(1)
     /// How often a round looks at the whole table.
     static let fullScanInterval: Duration = .milliseconds(500)
-    /// How often the sequencing node looks for rows when nothing woke it: other nodes' commits
-    /// are found by looking.
+    /// How soon the sequencing node looks for rows again after a look that found none, when
+    /// nothing woke it: other nodes' commits are found by looking. Each look that finds none
+    /// doubles the wait, up to `idlePollLongest`; a round that numbers rows starts again here.
     static let idlePoll: Duration = .milliseconds(10)
+    /// The longest wait between two looks on a quiet feed: an idle cluster's sequencer costs a
+    /// tenth of what 10 ms looks would (each is a query), and another node's event still reaches
+    /// the feed well within the second the feed promises.
+    static let idlePollLongest: Duration = .milliseconds(100)
     /// How often another node tries to take the lock.
     static let takeoverInterval: Duration = .seconds(1)
     /// The shortest time from one round to the next while rounds find rows: a round costs a
@@ -162,6 +167,7 @@ final class EventSequencer: Sendable {
         var scan = ScanState()
         var lastFullScan: ContinuousClock.Instant?
         var busy = false
+        var idleWait = Self.idlePoll
         while true {
             let generation = wakeups.generation
             var leading = state.withLock { $0.leading }
@@ -194,9 +200,11 @@ final class EventSequencer: Sendable {
             let from = full ? 0 : scan.from
             if !busy, try await !Self.anyWaiting(after: from, connection: connection, logger: logger) {
                 if full { lastFullScan = now }
-                await wakeups.wait(since: generation, timeout: Self.idlePoll)
+                await wakeups.wait(since: generation, timeout: idleWait)
+                idleWait = Self.nextIdleWait(after: idleWait)
                 continue
             }
+            idleWait = Self.idlePoll
             let moved = try await Self.round(after: from, connection: connection, logger: logger)
             if full { lastFullScan = now }
             scan.numbered(moved.rowIDs, at: now)
@@ -209,6 +217,9 @@ final class EventSequencer: Sendable {
             }
         }
     }
+
+    /// The wait after a look that found no rows, when the last wait was `wait`.
+    static func nextIdleWait(after wait: Duration) -> Duration { min(wait * 2, idlePollLongest) }
 
     // MARK: Rounds
 
