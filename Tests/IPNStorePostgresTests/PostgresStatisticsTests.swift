@@ -32,7 +32,7 @@ struct PostgresStatisticsTests {
     func analyzedAfterAThousand() async throws {
         let store = try await StoreUnderTest.make(.postgres)
         #expect(try await store.count(analyzed) == 0)
-        try await record(1_000, on: store, prefix: "st")
+        try await store.recordPaid(lanes: 20, perLane: 50, prefix: "st")
         // ANALYZE runs in the background; the statistics views see it once it committed.
         try await waitUntil("the three tables analyzed") { try await store.count(analyzed) == 3 }
         #expect(try await store.count("SELECT reltuples::bigint FROM pg_class WHERE relname = 'orders'") == 1000)
@@ -44,32 +44,17 @@ struct PostgresStatisticsTests {
     func oneNodeAnalyzesForAll() async throws {
         let first = try await StoreUnderTest.make(.postgres)
         let second = try await first.sibling()
-        try await record(1_000, on: first, prefix: "a")
+        try await first.recordPaid(lanes: 20, perLane: 50, prefix: "a")
         try await waitUntil("the first node's look") { try postgres(first).statisticsLooked == 1 }
         try await waitUntil("the first node's ANALYZE seen") { try await first.count(analyzes) == 1 }
 
         // The second node's first 1,000 find the planner counting 1,000 of the 2,000: not yet
         // four times as many, so no second ANALYZE (each node analyzed for its own count before).
-        try await record(1_000, on: second, prefix: "b")
+        try await second.recordPaid(lanes: 20, perLane: 50, prefix: "b")
         try await waitUntil("the second node's look") { try postgres(second).statisticsLooked == 1 }
         #expect(try await first.count(analyzes) == 1)
         try await second.close()
         try await first.close()
-    }
-
-    private func record(_ count: Int, on store: StoreUnderTest, prefix: String) async throws {
-        let lanes = 20
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for lane in 0..<lanes {
-                group.addTask {
-                    for index in 0..<(count / lanes) {
-                        let note = notification("\(prefix)-\(lane)-\(index)", .transition(.paid), order: "\(prefix)-O-\(lane)-\(index)")
-                        _ = try await store.store.record(.verified(request(), note))
-                    }
-                }
-            }
-            try await group.waitForAll()
-        }
     }
 
     private func postgres(_ store: StoreUnderTest) throws -> PostgresStore {

@@ -166,6 +166,23 @@ final class StoreUnderTest: Sendable {
         try await store.record(.verified(request(provider: provider), notification))
     }
 
+    /// Records `lanes` × `perLane` paid notifications at once, `lanes` of them in flight, each
+    /// for an order of its own: notification `PREFIX-LANE-INDEX`, order `PREFIX-LANE-INDEX` in
+    /// capitals.
+    func recordPaid(lanes: Int, perLane: Int, prefix: String) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for lane in 0..<lanes {
+                group.addTask {
+                    for index in 0..<perLane {
+                        let id = "\(prefix)-\(lane)-\(index)"
+                        _ = try await self.record(notification(id, .transition(.paid), order: id.uppercased()))
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+
     /// Every event in the feed, ascending, once every event committed so far is in it.
     func allEvents() async throws -> [EventRecord] {
         try await settle()

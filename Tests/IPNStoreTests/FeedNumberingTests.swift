@@ -136,16 +136,7 @@ struct FeedNumberingTests {
             // A snapshot and a transaction id held: nothing it could see goes away meanwhile.
             try await holder.run("BEGIN ISOLATION LEVEL REPEATABLE READ")
             _ = try await holder.ints("SELECT txid_current()")
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for lane in 0..<8 {
-                    group.addTask {
-                        for index in 0..<25 {
-                            _ = try await test.record(notification("lt-\(lane)-\(index)", .transition(.paid), order: "LT-\(lane)-\(index)"))
-                        }
-                    }
-                }
-                try await group.waitForAll()
-            }
+            try await test.recordPaid(lanes: 8, perLane: 25, prefix: "lt")
             let events = try await test.allEvents()
             #expect(events.map(\.seq) == Array(1...200))
             // Still open all along.
