@@ -81,6 +81,8 @@ final class EventSequencer: Sendable {
     /// Woken when this node committed events, or a round numbered some.
     private let feed: EventSignal
     private let wakeups = EventSignal()
+    /// Signalled once, by `stop`: what cuts short the wait of a node that does not number.
+    private let stopped = EventSignal()
     private let state = Locked(RunState())
     private let task = Locked<Task<Void, Never>?>(nil)
 
@@ -111,6 +113,7 @@ final class EventSequencer: Sendable {
     func stop() async {
         state.withLock { $0.stopping = true }
         wakeups.signal()
+        stopped.signal()
         let running = task.withLock { $0 }
         await running?.value
     }
@@ -173,14 +176,12 @@ final class EventSequencer: Sendable {
             var leading = state.withLock { $0.leading }
             if !leading {
                 // A node stopping takes the lock if it is free, to number what it committed.
+                let stopGeneration = stopped.generation
                 guard try await Self.tryLock(connection, logger: logger) else {
                     if stopping { return }
                     // The next try in `takeoverInterval`, or at once when stopping; this node's
-                    // own commits wake the sequencer too, but are the holder's to number.
-                    let nextTry = ContinuousClock.now + Self.takeoverInterval
-                    while !stopping, ContinuousClock.now < nextTry {
-                        await wakeups.wait(since: wakeups.generation, timeout: nextTry - ContinuousClock.now)
-                    }
+                    // own commits (`wakeups`) are the holder's to number.
+                    await stopped.wait(since: stopGeneration, timeout: Self.takeoverInterval)
                     continue
                 }
                 state.withLock { $0.leading = true }
