@@ -55,6 +55,7 @@ QUIET_WAIT=${QUIET_WAIT:-120}
 STANDBY=${STANDBY:-1}
 SAMPLE_MS=${SAMPLE_MS:-100}
 PASSES=${PASSES:-one two sync_one sync_two}
+wanted() { [[ " $PASSES " == *" $1 "* ]]; }
 
 scripts/install-system-packages.sh libssl-dev libsqlite3-dev pkg-config wrk postgresql
 if [ -n "${BIN_DIR:-}" ]; then BIN=$BIN_DIR; else BIN=$(scripts/build-release.sh ipnd ipnd-bench); fi
@@ -111,7 +112,7 @@ echo "== generating signed notifications: $COUNT for one node, $((COUNT / 2)) fo
 STAMP=$(date +%s)
 for set in one two-a two-b sync-one sync-a sync-b; do
     case $set in one) pass=one ;; two-*) pass=two ;; sync-one) pass=sync_one ;; *) pass=sync_two ;; esac
-    [[ " $PASSES " == *" $pass "* ]] || continue
+    wanted "$pass" || continue
     case $set in one | sync-one) n=$COUNT ;; *) n=$((COUNT / 2)) ;; esac
     "$BIN/ipnd-bench" generate --config "$WORK/ipnd_gen.yaml" --count "$n" --output "$WORK/$set.bin" --prefix "P$set$STAMP" >/dev/null
 done
@@ -159,21 +160,21 @@ stop_sampler() {
     SAMPLER=
 }
 
-# process_snapshot: "PID TICKS" (user + system, threads included) of every process on the machine.
+# process_snapshot: "PID TICKS PPID" (ticks: user + system, threads included) of every process on
+# the machine.
 process_snapshot() {
-    awk '{ s = $0; sub(/^.*\) /, "", s); split(s, f, " "); n = split(FILENAME, p, "/"); print p[3], f[12] + f[13] }' \
+    awk '{ s = $0; sub(/^.*\) /, "", s); split(s, f, " "); split(FILENAME, p, "/"); print p[3], f[12] + f[13], f[2] }' \
         /proc/[0-9]*/stat 2>/dev/null | LC_ALL=C sort || true
 }
-# process_label PID: what a process is, for the CPU breakdown: ipnd, wrk, or a PostgreSQL
+# process_label PID PPID: what a process is, for the CPU breakdown: ipnd, wrk, or a PostgreSQL
 # process named by its server and role (a client backend by its connection's application_name,
 # the sequencer's apart).
 process_label() {
-    local pid=$1 parent title comm server role
+    local pid=$1 parent=$2 node title comm server role
     for node in "${NODES[@]}"; do [ "$node" = "$pid" ] && { echo ipnd; return; }; done
     comm=$(cat "/proc/$pid/comm" 2>/dev/null) || return 0
     [ "$comm" = wrk ] && { echo wrk; return; }
     [ "$comm" = postgres ] || return 0
-    parent=$(awk '{ s = $0; sub(/^.*\) /, "", s); split(s, f, " "); print f[2] }' "/proc/$pid/stat" 2>/dev/null)
     if [ "$parent" = "$(head -n 1 "$IPND_TEST_PG_DATA/postmaster.pid")" ]; then server=primary
     elif [ "$STANDBY_UP" = 1 ] && [ "$parent" = "$(head -n 1 "$STANDBY_DIR/data/postmaster.pid")" ]; then server=standby
     else return 0; fi
@@ -188,12 +189,12 @@ process_label() {
 }
 # cpu_breakdown BEFORE AFTER REQUESTS: CPU µs per notification by process label, largest first.
 cpu_breakdown() {
-    local hz pid ticks label
+    local hz pid before after parent label
     hz=$(getconf CLK_TCK)
     psql --dbname="$IPND_TEST_PG_DATABASE" -c "SELECT pid || ' ' FROM pg_stat_activity WHERE application_name LIKE 'ipnd sequencer%'" \
         >"$WORK/sequencers"
-    LC_ALL=C join -a 2 -e 0 -o 2.1,1.2,2.2 "$1" "$2" | while read -r pid before after; do
-        label=$(process_label "$pid")
+    LC_ALL=C join -a 2 -e 0 -o 2.1,1.2,2.2,2.3 "$1" "$2" | while read -r pid before after parent; do
+        label=$(process_label "$pid" "$parent")
         if [ -n "$label" ]; then echo "$((after - before))|$label"; fi
     done | awk -F'|' -v n="$3" -v hz="$hz" '{ t[$2] += $1 } END {
         for (l in t) printf "%8.0f µs/n  %s\n", (n ? t[l] / hz / n * 1e6 : 0), l }' | sort -rn
@@ -312,7 +313,6 @@ scenario() {
     measure "$name" "ipnd_$name" "$nodes" "$@"
 }
 
-wanted() { [[ " $PASSES " == *" $1 "* ]]; }
 STANDBY_UP=0
 DUPLICATE=RESULT
 if wanted one; then
@@ -392,10 +392,11 @@ for database in $(psql --dbname="$IPND_TEST_PG_DATABASE" -c "SELECT datname FROM
     fi
 done
 
+result_of() { cat "$WORK/$1.result"; }
 row() { # NAME LABEL: the pass's line, if it ran
     [ -f "$WORK/$1.result" ] || return 0
     local r
-    r=$(cat "$WORK/$1.result")
+    r=$(result_of "$1")
     printf '%-24s %10s %7s %7s %8s %6s %7s %7s %7s %7s %7s %7s %7s  %s\n' "$2" "$(field rps "$r")" "$(field p50_ms "$r")" "$(field p99_ms "$r")" \
         "$(field p999_ms "$r")" "$(($(field non2xx "$r") + $(field errors "$r")))" "$(field ipnd_cpu_us "$r")" "$(field pg_cpu_us "$r")" "$(field standby_cpu_us "$r")" \
         "$(field commits "$r")" "$(field statements "$r")" "$(field nested "$r")" "$(field exec_us "$r")" "$(field waits_us "$r")"
@@ -415,7 +416,6 @@ if wanted one; then
 fi
 printf '%s\nresult                 %s\n' "$CHECKS" "$STATUS"
 target() { printf '%-20s %-52s %-7s %s\n' "$1" "$2" "$(awk "BEGIN { print ($3) ? \"met\" : \"missed\" }")" "$4"; }
-result_of() { cat "$WORK/$1.result"; }
 if [ -f "$WORK/one.result" ]; then
     ONE=$(result_of one)
     target "targets" "one node >= 4,000/s at $CONNECTIONS connections" "$(field rps "$ONE") >= 4000" "$(field rps "$ONE")/s"
