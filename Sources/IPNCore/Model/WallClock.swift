@@ -66,8 +66,7 @@ public struct WallClock: Sendable {
     /// Moves an adjustable clock forward by `duration` and wakes everything sleeping on it (which
     /// then sleeps on for whatever is left). Does nothing to the system clock.
     public func advance(by duration: Duration) {
-        let (seconds, attoseconds) = duration.components
-        adjustment?.advance(millis: seconds * 1000 + attoseconds / 1_000_000_000_000_000)
+        adjustment?.advance(millis: Self.millis(of: duration))
     }
 
     /// Waits until this clock reads `deadline` (Unix ms) or later. Throws `CancellationError`
@@ -98,8 +97,13 @@ public struct WallClock: Sendable {
 
     /// Waits `duration` of this clock's time (see `sleep(untilMillis:)`).
     public func sleep(for duration: Duration) async throws(CancellationError) {
+        try await sleep(untilMillis: millis() + Self.millis(of: duration))
+    }
+
+    /// `duration` in whole milliseconds.
+    public static func millis(of duration: Duration) -> Int64 {
         let (seconds, attoseconds) = duration.components
-        try await sleep(untilMillis: millis() + seconds * 1000 + attoseconds / 1_000_000_000_000_000)
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
     }
 
     /// The offset of an adjustable clock and the tasks waiting for it to move.

@@ -87,6 +87,9 @@ final class RetentionService: Service, Sendable {
 
     func run() async throws {
         while !Task.isShuttingDownGracefully, !Task.isCancelled {
+            // Passes start `interval` apart on the clock, counted from each pass's start: a clock
+            // that moved on during a pass (its cutoffs read before) brings the next one at once.
+            let started = clock.millis()
             do {
                 let report = try await pass()
                 if report.rejected + report.events + report.audit > 0 {
@@ -104,7 +107,9 @@ final class RetentionService: Service, Sendable {
             } catch {
                 logger.warning("retention pass failed; tried again at the next pass", metadata: ["error": "\(error)"])
             }
-            try? await cancelWhenGracefulShutdown { try await self.clock.sleep(for: self.schedule.interval) }
+            try? await cancelWhenGracefulShutdown {
+                try await self.clock.sleep(untilMillis: started + WallClock.millis(of: self.schedule.interval))
+            }
         }
     }
 
